@@ -1,0 +1,52 @@
+/**
+ * The on-disk evidence formats, versioned. Changing a field's meaning means a new version
+ * (v2), never an edit here; golden tests pin these shapes.
+ */
+export const DECISION_TYPE = "vigil.mcp.decision.v1";
+export const RECEIPT_TYPE = "vigil.mcp.receipt.v1";
+export const CONTEXT_TYPE = "vigil.mcp.session.context.v1";
+export const STOP_TYPE = "vigil.mcp.session.stop.v1";
+export const CAPTURE_FORMAT = "vigil.capture.v1";
+
+/** File names inside a capture directory (wrap --capture-dir, read by verify). */
+export const CAPTURE_FILES = {
+  manifest: "capture.json",
+  context: "session-context.json",
+  stop: "session-stop.json",
+  decisions: "decisions.ndjson",
+  receipts: "receipts.ndjson",
+  serverStderr: "server-stderr.log",
+} as const;
+
+export const NON_CLAIMS = ["execution_proof", "authentication", "global_coverage", "durable_storage_proof"] as const;
+
+export const contextEventId = (sessionId: string) => `evt_context_${sessionId}`;
+export const stopEventId = (sessionId: string) => `evt_stop_${sessionId}`;
+export const decisionEventId = (sessionId: string, seq: number) => `evt_decision_${sessionId}_${seq}`;
+export const receiptEventId = (sessionId: string, seq: number) => `evt_receipt_${sessionId}_${seq}`;
+
+/** RFC 3339 UTC timestamp with millisecond precision. */
+export function rfc3339(ms: number = Date.now()): string {
+  return new Date(ms).toISOString();
+}
+
+/** A CloudEvents 1.0 structured-mode envelope, members in a fixed order. */
+export function cloudEvent(
+  type: string,
+  source: string,
+  id: string,
+  data: Record<string, unknown>,
+  subject?: string,
+  timeMs?: number,
+): Record<string, unknown> {
+  return {
+    specversion: "1.0",
+    type,
+    source,
+    id,
+    time: rfc3339(timeMs),
+    datacontenttype: "application/json",
+    ...(subject === undefined ? {} : { subject }),
+    data,
+  };
+}

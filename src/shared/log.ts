@@ -1,0 +1,28 @@
+/**
+ * The stderr logger. stdout is a data channel (the MCP stream in wrap, frames in serve), so every
+ * diagnostic goes here. Lines are prefixed "vigil: " and never carry raw tool arguments or secrets.
+ */
+import { writeSync } from "node:fs";
+
+let quiet = false;
+
+export function setQuiet(value: boolean): void {
+  quiet = value;
+}
+
+/** Writes one line to stderr synchronously (so it survives an exit right after). */
+export function logLine(message: string): void {
+  if (quiet) return;
+  try {
+    writeSync(2, `vigil: ${message}\n`);
+  } catch {
+    // stderr gone (EPIPE): nothing sensible left to report to.
+  }
+}
+
+/** A bounded, escaped preview of untrusted bytes for a log line. */
+export function preview(bytes: Uint8Array, max = 80): string {
+  const head = new TextDecoder("utf-8", { fatal: false }).decode(bytes.subarray(0, max));
+  const escaped = JSON.stringify(head).slice(1, -1);
+  return bytes.length > max ? `${escaped}… (${bytes.length} bytes)` : escaped;
+}

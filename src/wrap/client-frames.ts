@@ -1,0 +1,97 @@
+/**
+ * Strict classification of client → server lines (wrap.md §10). Everything that is not a single,
+ * strictly valid JSON-RPC 2.0 object is refused and never forwarded: a lenient server could
+ * otherwise run a call vigil never evaluated (a missing "jsonrpc", a batch, or a duplicated
+ * "params" key that a last-wins parser reads differently from us).
+ */
+import { decodeUtf8Strict, validateStrictJson } from "../shared/strict-json.ts";
+
+/** Client frames may nest tool arguments; deeper than this is refused before parsing. */
+export const CLIENT_MAX_DEPTH = 64;
+
+export type JsonRpcId = string | number;
+
+export type ClientFrame =
+  | { kind: "request"; id: JsonRpcId; idKey: string; method: string; params: unknown }
+  | { kind: "notification"; method: string }
+  | { kind: "response"; idKey: string | null }
+  | { kind: "rejected"; code: -32700 | -32600; reason: string; id: JsonRpcId | null; notification: boolean };
+
+export function classifyClientLine(line: Uint8Array): ClientFrame {
+  const text = decodeUtf8Strict(line);
+  if (text === null) return reject(-32700, "not valid UTF-8", recoverIdFromHead(line) ?? recoverIdFromTail(line.subarray(-4096)));
+  const failure = validateStrictJson(text, { maxDepth: CLIENT_MAX_DEPTH });
+  if (failure) {
+    const code = failure.fault === "syntax" ? -32700 : -32600;
+    return reject(code, failure.message, failure.fault === "syntax" ? recoverIdFromText(text) : lenientId(text));
+  }
+  const msg: unknown = JSON.parse(text);
+  if (Array.isArray(msg)) return reject(-32600, "batches are not accepted", null);
+  if (typeof msg !== "object" || msg === null) return reject(-32600, "a message must be a JSON object", null);
+  const m = msg as Record<string, unknown>;
+  const id = validId(m.id);
+  if (m.jsonrpc !== "2.0") return reject(-32600, 'jsonrpc must be "2.0"', id, !("id" in m) && "method" in m);
+  if ("method" in m) {
+    if (typeof m.method !== "string" || m.method.length === 0) {
+      return reject(-32600, "method must be a non-empty string", id, !("id" in m));
+    }
+    if (!("id" in m)) return { kind: "notification", method: m.method };
+    if (id === null) return reject(-32600, "request id must be a string or a number", null);
+    return { kind: "request", id, idKey: JSON.stringify(id), method: m.method, params: m.params };
+  }
+  if ("result" in m || "error" in m) return { kind: "response", idKey: id === null ? null : JSON.stringify(id) };
+  return reject(-32600, "neither a request, a notification nor a response", id);
+}
+
+function reject(code: -32700 | -32600, reason: string, id: JsonRpcId | null, notification = false): ClientFrame {
+  return { kind: "rejected", code, reason, id: notification ? null : id, notification };
+}
+
+function validId(v: unknown): JsonRpcId | null {
+  return typeof v === "string" || (typeof v === "number" && Number.isFinite(v)) ? v : null;
+}
+
+/** For well-formed JSON refused on strictness grounds: the id a lenient reader would see. */
+function lenientId(text: string): JsonRpcId | null {
+  try {
+    const v: unknown = JSON.parse(text);
+    if (typeof v === "object" && v !== null && !Array.isArray(v)) return validId((v as Record<string, unknown>).id);
+  } catch {
+    // not even lenient JSON (e.g. 1e400 is fine for JSON.parse, but a depth bomb may not be)
+  }
+  return recoverIdFromText(text);
+}
+
+const ID_PATTERN = /"id"\s*:\s*("(?:[^"\\\n]|\\.){0,256}"|-?\d{1,20})/;
+
+/**
+ * The id of an over-cap message from its bounded head, only where it is certainly the top-level id:
+ * the first member, or the second after "jsonrpc". A nested "id" deeper in the payload never matches.
+ */
+const LEADING_ID = /^\s*\{\s*(?:"jsonrpc"\s*:\s*"[^"\\]{0,16}"\s*,\s*)?"id"\s*:\s*("(?:[^"\\\n]|\\.){0,256}"|-?\d{1,20})\s*[,}]/;
+
+export function recoverIdFromHead(head: Uint8Array): JsonRpcId | null {
+  const text = Buffer.from(head.buffer, head.byteOffset, Math.min(head.byteLength, 4096)).toString("latin1");
+  return parseIdToken(LEADING_ID.exec(text)?.[1]);
+}
+
+/** Same for the tail: the id as the last member of the top-level object ({"result":…,"id":7}). */
+const TRAILING_ID = /[,{]\s*"id"\s*:\s*("(?:[^"\\\n]|\\.){0,256}"|-?\d{1,20})\s*}\s*$/;
+
+export function recoverIdFromTail(tail: Uint8Array): JsonRpcId | null {
+  const text = Buffer.from(tail.buffer, tail.byteOffset, tail.byteLength).toString("latin1");
+  return parseIdToken(TRAILING_ID.exec(text)?.[1]);
+}
+
+function parseIdToken(token: string | undefined): JsonRpcId | null {
+  if (token === undefined) return null;
+  try {
+    return validId(JSON.parse(token));
+  } catch {
+    return null;
+  }
+}
+
+function recoverIdFromText(text: string): JsonRpcId | null {
+  return parseIdToken(ID_PATTERN.exec(text.slice(0, 4096))?.[1]);
+}

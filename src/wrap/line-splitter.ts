@@ -1,0 +1,147 @@
+/**
+ * MCP stdio framing with a hard per-message cap, enforced while reading.
+ *
+ * Chunks go in; complete lines come out as views into the chunks (no copy when a line sits inside
+ * one chunk; one concatenation when it spans several). A line that grows past the cap is never
+ * buffered whole: only a bounded head is kept (enough to recover a JSON-RPC id), the rest is
+ * counted and discarded until its newline arrives.
+ */
+
+export type Frame =
+  /** `bytes` excludes the newline; `withNewline` is the exact bytes to forward (line + "\n"). */
+  | { kind: "line"; bytes: Uint8Array; withNewline: Uint8Array }
+  /** A line longer than the cap: its first and last few KiB, and its full length. */
+  | { kind: "oversized"; head: Uint8Array; tail: Uint8Array; length: number };
+
+const NEWLINE = 0x0a;
+export const OVERSIZED_HEAD_BYTES = 4096;
+/** The tail is kept too: many servers serialize the id after the result (`{"result":…,"id":7}`). */
+export const OVERSIZED_TAIL_BYTES = 4096;
+
+export class LineSplitter {
+  private parts: Uint8Array[] = [];
+  private partsLength = 0;
+  /** Set while discarding the remainder of an over-cap line. */
+  private oversizedHead: Uint8Array | null = null;
+  private oversizedLength = 0;
+  private oversizedTail: Uint8Array = new Uint8Array(0);
+
+  constructor(private readonly maxMessageBytes: number) {}
+
+  /** Splits a chunk; returns the frames it completes, in order. */
+  push(chunk: Uint8Array): Frame[] {
+    const frames: Frame[] = [];
+    let start = 0;
+    for (;;) {
+      const nl = chunk.indexOf(NEWLINE, start);
+      if (nl < 0) {
+        this.keep(chunk.subarray(start));
+        return frames;
+      }
+      frames.push(this.complete(chunk, start, nl));
+      start = nl + 1;
+      if (start === chunk.length) return frames;
+    }
+  }
+
+  /** At EOF: an unterminated final line is still a frame (forwarded with a newline added). */
+  end(): Frame[] {
+    if (this.oversizedHead) {
+      return [this.finishOversized(0, new Uint8Array(0))];
+    }
+    if (this.partsLength === 0) return [];
+    const bytes = this.take();
+    const withNewline = new Uint8Array(bytes.length + 1);
+    withNewline.set(bytes);
+    withNewline[bytes.length] = NEWLINE;
+    return [{ kind: "line", bytes, withNewline }];
+  }
+
+  /** Bytes currently held for an incomplete line (bounded by cap + one chunk). */
+  get buffered(): number {
+    return this.partsLength + (this.oversizedHead?.length ?? 0);
+  }
+
+  private keep(rest: Uint8Array): void {
+    if (rest.length === 0) return;
+    if (this.oversizedHead) {
+      this.oversizedLength += rest.length;
+      this.keepTail(rest);
+      return;
+    }
+    if (this.partsLength + rest.length > this.maxMessageBytes) {
+      this.startDiscarding(rest, rest.length);
+      return;
+    }
+    // A view, not a copy: stream readers hand over each chunk and never reuse its memory.
+    this.parts.push(rest);
+    this.partsLength += rest.length;
+  }
+
+  private complete(chunk: Uint8Array, start: number, nl: number): Frame {
+    const length = nl - start;
+    if (this.oversizedHead) return this.finishOversized(length, chunk.subarray(start, nl));
+    if (this.partsLength + length > this.maxMessageBytes) {
+      this.startDiscarding(chunk.subarray(start, nl), length);
+      return this.finishOversized(0, new Uint8Array(0));
+    }
+    if (this.partsLength === 0) {
+      return { kind: "line", bytes: chunk.subarray(start, nl), withNewline: chunk.subarray(start, nl + 1) };
+    }
+    this.parts.push(chunk.subarray(start, nl + 1));
+    this.partsLength += length + 1;
+    const withNewline = this.take();
+    return { kind: "line", bytes: withNewline.subarray(0, withNewline.length - 1), withNewline };
+  }
+
+  /** Switches to discard mode, keeping a bounded head of what was buffered plus `more`. */
+  private startDiscarding(more: Uint8Array, moreLength: number): void {
+    const head = new Uint8Array(Math.min(OVERSIZED_HEAD_BYTES, this.partsLength + more.length));
+    let off = 0;
+    for (const part of [...this.parts, more]) {
+      if (off >= head.length) break;
+      const n = Math.min(part.length, head.length - off);
+      head.set(part.subarray(0, n), off);
+      off += n;
+    }
+    this.oversizedLength = this.partsLength + moreLength;
+    this.oversizedHead = head;
+    this.oversizedTail = new Uint8Array(0);
+    for (const part of [...this.parts, more]) this.keepTail(part);
+    this.parts = [];
+    this.partsLength = 0;
+  }
+
+  private finishOversized(extraLength: number, extra: Uint8Array): Frame {
+    this.keepTail(extra);
+    const frame: Frame = {
+      kind: "oversized",
+      head: this.oversizedHead!,
+      tail: this.oversizedTail,
+      length: this.oversizedLength + extraLength,
+    };
+    this.oversizedHead = null;
+    this.oversizedLength = 0;
+    this.oversizedTail = new Uint8Array(0);
+    return frame;
+  }
+
+  private keepTail(piece: Uint8Array): void {
+    if (piece.length >= OVERSIZED_TAIL_BYTES) {
+      this.oversizedTail = piece.slice(piece.length - OVERSIZED_TAIL_BYTES);
+      return;
+    }
+    const keep = Math.min(this.oversizedTail.length, OVERSIZED_TAIL_BYTES - piece.length);
+    const tail = new Uint8Array(keep + piece.length);
+    tail.set(this.oversizedTail.subarray(this.oversizedTail.length - keep));
+    tail.set(piece, keep);
+    this.oversizedTail = tail;
+  }
+
+  private take(): Uint8Array {
+    const joined = this.parts.length === 1 ? this.parts[0]! : Buffer.concat(this.parts, this.partsLength);
+    this.parts = [];
+    this.partsLength = 0;
+    return joined;
+  }
+}

@@ -1,0 +1,90 @@
+/**
+ * What both relay directions share: requests awaiting a response, counters for the stop record,
+ * and the session's evidence and policy. One instance per wrap run.
+ */
+import type { FileSink } from "bun";
+import type { Counts } from "../evidence/records.ts";
+import { sha256Hex } from "../shared/digest.ts";
+import type { JsonRpcId } from "./client-frames.ts";
+import type { ClientWriter } from "./client-writer.ts";
+import type { PolicyGate } from "./policy-gate.ts";
+import { SERVER_GONE, errorLine } from "./rpc-replies.ts";
+import type { SessionEvidence } from "./session-evidence.ts";
+
+export interface PendingRequest {
+  id: JsonRpcId;
+  method: string;
+  tool?: string;
+  /** performance.now() at arrival. */
+  startedMs: number;
+  startedAt: string;
+  requestSha256: string;
+  requestBytes: number;
+  /** Part of the evidence session (false only for a pre-session server/discover). */
+  inSession: boolean;
+}
+
+/** What a receipt says about the request (a refused frame may have no method). */
+export type ReceiptSubject = Omit<PendingRequest, "inSession" | "method"> & { method: string | null };
+
+export class ProxyState {
+  readonly pending = new Map<string, PendingRequest>();
+  readonly counts: Counts = {
+    client_messages: 0,
+    server_messages: 0,
+    rejected_frames: 0,
+    server_garbage_lines: 0,
+    oversized: 0,
+  };
+
+  constructor(
+    readonly evidence: SessionEvidence,
+    readonly policy: PolicyGate,
+    readonly client: ClientWriter,
+    readonly serverStdin: FileSink,
+    readonly maxMessageBytes: number,
+    readonly onEvidenceFailure: "deny" | "continue",
+  ) {}
+
+  track(idKey: string, request: Omit<PendingRequest, "inSession" | "requestSha256" | "requestBytes">, line: Uint8Array): void {
+    this.pending.set(idKey, {
+      ...request,
+      requestSha256: sha256Hex(line),
+      requestBytes: line.length,
+      inSession: this.evidence.started,
+    });
+  }
+
+  /** Writes the receipt of a request vigil has answered or seen answered. */
+  receipt(
+    request: ReceiptSubject,
+    outcome: "response" | "error" | "denied" | "rejected" | "no_response",
+    response?: Uint8Array,
+  ): void {
+    this.evidence.recordReceipt({
+      request_id: request.id,
+      method: request.method,
+      ...(request.tool === undefined ? {} : { tool: request.tool }),
+      outcome,
+      request_sha256: request.requestSha256,
+      ...(response === undefined ? {} : { response_sha256: sha256Hex(response), response_bytes: response.length }),
+      request_bytes: request.requestBytes,
+      started_at: request.startedAt,
+      duration_us: Math.round((performance.now() - request.startedMs) * 1000),
+    });
+  }
+
+  /**
+   * The server is gone: every request still waiting gets a JSON-RPC error (so the client does not
+   * hang), and its receipt says no response came from the server.
+   */
+  async failPending(message: string): Promise<void> {
+    const replies: Uint8Array[] = [];
+    for (const request of this.pending.values()) {
+      replies.push(errorLine(request.id, SERVER_GONE, message));
+      if (request.inSession) this.receipt(request, "no_response");
+    }
+    this.pending.clear();
+    if (replies.length > 0) await this.client.write(replies);
+  }
+}

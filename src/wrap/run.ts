@@ -1,0 +1,203 @@
+/**
+ * `vigil wrap` orchestration: spawn the server in its own group, relay both directions, end the
+ * session on the first of client EOF / server exit / a signal / an I/O error, sweep the group,
+ * and write the stop record and manifest (wrap.md §2, §3, §8, §9).
+ */
+import { canonicalSha256 } from "../shared/digest.ts";
+import { EXIT } from "../shared/errors.ts";
+import { decisionLogFaultBytes } from "../shared/fault-seam.ts";
+import { logLine } from "../shared/log.ts";
+import {
+  type SweepResult,
+  SIGNAL_POLL_MS,
+  signalGroup,
+  spawnGroup,
+  statusExitCode,
+  sweepGroup,
+  sweepStragglers,
+  tryStatus,
+  within,
+} from "../shared/process-group.ts";
+import type { SessionEnd } from "../evidence/records.ts";
+import { ClientWriter } from "./client-writer.ts";
+import { relayClientFrames } from "./client-relay.ts";
+import { writeCaptureManifest } from "./capture.ts";
+import { LineSplitter } from "./line-splitter.ts";
+import type { WrapOptions } from "./options.ts";
+import { createCaptureDir, planOutputs } from "./output-plan.ts";
+import { openPolicyGate } from "./policy-gate.ts";
+import { ProxyState } from "./proxy-state.ts";
+import { relayServerFrames } from "./server-relay.ts";
+import { SessionEvidence } from "./session-evidence.ts";
+import { teeServerStderr } from "./server-stderr.ts";
+
+type Ending =
+  | { kind: "client_eof" }
+  | { kind: "server_exit" }
+  | { kind: "signal"; signo: number }
+  | { kind: "error"; reason: string };
+
+const DRAIN_AFTER_EXIT_MS = 2000;
+const HANDLED_SIGNALS = { SIGTERM: 15, SIGINT: 2, SIGHUP: 1 } as const;
+
+/** Runs one wrap session to its end; resolves with vigil's exit status. Throws VigilError before spawning. */
+export async function runWrap(o: WrapOptions): Promise<number> {
+  const gate = await openPolicyGate(o);
+  const plan = planOutputs(o);
+  const child = spawnGroup(o.command, { stderr: plan.serverStderr ? "pipe" : "inherit" });
+  const evidence = new SessionEvidence(plan, {
+    eventSource: o.eventSource,
+    serverId: o.serverId,
+    serverPid: child.pid,
+    commandSha256: canonicalSha256(o.command),
+    policyDigest: gate.digest,
+    dryRun: o.dryRun,
+    decisionLogFsync: o.decisionLogFsync,
+    decisionLogFaultBytes: decisionLogFaultBytes(),
+  });
+  try {
+    createCaptureDir(plan);
+    evidence.openLogs();
+  } catch (e) {
+    child.stdin.end();
+    await sweepGroup(child, 0);
+    throw e;
+  }
+  const stderrDone = plan.serverStderr ? teeServerStderr(child.stderr as ReadableStream<Uint8Array>, plan.serverStderr) : Promise.resolve();
+
+  let end!: (ending: Ending) => void;
+  const ended = new Promise<Ending>((resolve) => {
+    end = resolve;
+  });
+  const client = new ClientWriter();
+  client.onBroken = (reason) => end({ kind: "error", reason: `client stdout: ${reason}` });
+  const state = new ProxyState(evidence, gate, client, child.stdin, o.maxMessageBytes, o.onEvidenceFailure);
+
+  const handlers = Object.entries(HANDLED_SIGNALS).map(([name, signo]) => {
+    const handler = () => end({ kind: "signal", signo });
+    process.on(name, handler);
+    return () => process.off(name, handler);
+  });
+  void child.exited.then(() => end({ kind: "server_exit" }));
+  const serverOut = pumpServer(state, child.stdout as ReadableStream<Uint8Array>);
+  const clientIn = pumpClient(state, end);
+
+  const ending = await ended;
+  clientIn.stop();
+  const { session, sweep } = await finishEnding(ending, child, state, serverOut, o.shutdownGraceMs);
+  await within(stderrDone, 1000);
+
+  evidence.finish(session, sweep, state.counts, ending.kind === "error");
+  await within(client.close(), 1000);
+  for (const off of handlers) off();
+  if (plan.manifest) writeCaptureManifest(plan, o, evidence, gate);
+
+  if (evidence.failures.length > 0) {
+    logLine(`evidence write failed (${evidence.failures.join("; ")}); server ${describeStatus(sweep)}`);
+    return EXIT.evidence;
+  }
+  if (ending.kind === "signal") return 128 + ending.signo;
+  return statusExitCode(sweep.status);
+}
+
+async function finishEnding(
+  ending: Ending,
+  child: ReturnType<typeof spawnGroup>,
+  state: ProxyState,
+  serverOut: Promise<void>,
+  graceMs: number,
+): Promise<{ session: SessionEnd; sweep: SweepResult }> {
+  closeStdin(child);
+  if (ending.kind === "server_exit") {
+    // The leader is gone: sweep what it left in its group (that also closes the stdout pipe they
+    // may hold), relay what it wrote before exiting, then fail what is still pending.
+    const status = tryStatus(child)!;
+    await sweepStragglers(child.pid);
+    await within(serverOut, DRAIN_AFTER_EXIT_MS);
+    await state.failPending(`MCP server exited (${describeCode(status.exit_code, status.signal)})`);
+    return { session: "server_exited", sweep: { status, kill_requested: false } };
+  }
+  let sweep: SweepResult;
+  if (ending.kind === "signal") {
+    const running = tryStatus(child) === null;
+    if (running) signalGroup(child.pid, "SIGTERM");
+    sweep = await sweepGroup(child, SIGNAL_POLL_MS);
+    sweep = { ...sweep, kill_requested: running || sweep.kill_requested };
+  } else {
+    // Client EOF or an I/O error: the server gets its stdin closed and the grace to finish, while
+    // its output keeps flowing to the client.
+    const deadline = performance.now() + graceMs;
+    await within(serverOut, graceMs);
+    sweep = await sweepGroup(child, Math.max(0, deadline - performance.now()));
+  }
+  await within(serverOut, DRAIN_AFTER_EXIT_MS);
+  await state.failPending(`MCP server exited (${describeCode(sweep.status.exit_code, sweep.status.signal)})`);
+  const session: SessionEnd =
+    ending.kind === "signal" ? "proxy_signaled" : ending.kind === "error" ? "proxy_error" : "client_closed";
+  if (ending.kind === "error") logLine(`proxy I/O error: ${ending.reason}`);
+  return { session, sweep };
+}
+
+async function pumpServer(state: ProxyState, stdout: ReadableStream<Uint8Array>): Promise<void> {
+  const splitter = new LineSplitter(state.maxMessageBytes);
+  const reader = stdout.getReader();
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      const frames = splitter.push(value);
+      if (frames.length > 0) await relayServerFrames(state, frames);
+    }
+    const rest = splitter.end();
+    if (rest.length > 0) await relayServerFrames(state, rest);
+  } catch (e) {
+    logLine(`reading the server's stdout failed: ${String(e)}`);
+  }
+}
+
+function pumpClient(state: ProxyState, end: (ending: Ending) => void): { stop(): void } {
+  const splitter = new LineSplitter(state.maxMessageBytes);
+  const reader = Bun.stdin.stream().getReader();
+  let stopped = false;
+  void (async () => {
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done || stopped) break;
+        const frames = splitter.push(value);
+        if (frames.length > 0) await relayClientFrames(state, frames);
+      }
+      if (!stopped) {
+        const rest = splitter.end();
+        if (rest.length > 0) await relayClientFrames(state, rest);
+      }
+      end({ kind: "client_eof" });
+    } catch (e) {
+      end({ kind: "error", reason: `client stdin: ${String(e)}` });
+    }
+  })();
+  return {
+    stop() {
+      stopped = true;
+      reader.cancel().catch(() => {});
+    },
+  };
+}
+
+function closeStdin(child: ReturnType<typeof spawnGroup>): void {
+  try {
+    void Promise.resolve(child.stdin.end()).catch(() => {});
+  } catch {
+    // already closed, or the server is gone
+  }
+}
+
+function describeCode(code: number | null, signal: number | null): string {
+  if (signal !== null) return `signal ${signal}`;
+  return code === null ? "status unknown" : `code ${code}`;
+}
+
+function describeStatus(sweep: SweepResult): string {
+  const s = sweep.status;
+  return `termination=${s.termination} exit_code=${s.exit_code} signal=${s.signal} kill_requested=${sweep.kill_requested}`;
+}

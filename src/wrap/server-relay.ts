@@ -1,0 +1,98 @@
+/**
+ * Server → client: forward lines byte-for-byte, drop stdout pollution, hold the cap, and parse only
+ * the responses that must be parsed (initialize for the context record, tools/list for pins and
+ * hide_denied). Everything else is classified by a top-level scan.
+ */
+import { logLine, preview } from "../shared/log.ts";
+import { boundedInfo, isRecord } from "./client-relay.ts";
+import { recoverIdFromHead, recoverIdFromTail } from "./client-frames.ts";
+import type { Frame } from "./line-splitter.ts";
+import type { PendingRequest, ProxyState } from "./proxy-state.ts";
+import { SERVER_GONE, encodeLine, errorLine } from "./rpc-replies.ts";
+import { scanServerFrame } from "./server-frames.ts";
+
+interface Completed {
+  request: PendingRequest;
+  outcome: "response" | "error";
+  line: Uint8Array;
+}
+
+/** Handles the frames of one chunk of server output; resolves once the client has taken them. */
+export async function relayServerFrames(state: ProxyState, frames: Frame[]): Promise<void> {
+  const out: Uint8Array[] = [];
+  const completed: Completed[] = [];
+  for (const frame of frames) {
+    if (frame.kind === "oversized") {
+      const reply = replaceOversized(state, frame.head, frame.tail, frame.length);
+      if (reply) {
+        out.push(reply.line);
+        completed.push(reply);
+      }
+      continue;
+    }
+    const info = scanServerFrame(frame.bytes);
+    if (info === null) {
+      if (frame.bytes.length > 0) {
+        state.counts.server_garbage_lines++;
+        logLine(`dropped a non-JSON line from the server's stdout: "${preview(frame.bytes)}"`);
+      }
+      continue;
+    }
+    state.counts.server_messages++;
+    const request = info.kind === "response" && info.idKey !== null ? state.pending.get(info.idKey) : undefined;
+    if (!request) {
+      out.push(frame.withNewline);
+      continue;
+    }
+    state.pending.delete(info.idKey!);
+    const line = inspectResponse(state, request, frame);
+    out.push(line);
+    completed.push({ request, outcome: info.outcome === "error" ? "error" : "response", line });
+  }
+  if (out.length === 0) return;
+  await state.client.write(out);
+  for (const c of completed) {
+    if (c.request.inSession) state.receipt(c.request, c.outcome, c.line.subarray(0, c.line.length - 1));
+  }
+  // The context record follows the first response relayed in the session (normally initialize's).
+  if (completed.some((c) => c.request.inSession)) state.evidence.writeContext();
+}
+
+/** Parses the few responses vigil must understand; returns the bytes to forward. */
+function inspectResponse(state: ProxyState, request: PendingRequest, frame: Extract<Frame, { kind: "line" }>): Uint8Array {
+  if (request.method !== "initialize" && request.method !== "tools/list") return frame.withNewline;
+  let message: unknown;
+  try {
+    message = JSON.parse(Buffer.from(frame.bytes.buffer, frame.bytes.byteOffset, frame.bytes.byteLength).toString("utf8"));
+  } catch {
+    return frame.withNewline;
+  }
+  const result = isRecord(message) ? message.result : undefined;
+  if (!isRecord(result)) return frame.withNewline;
+  if (request.method === "initialize") {
+    state.evidence.noteHandshake({
+      protocol_version: typeof result.protocolVersion === "string" ? result.protocolVersion.slice(0, 64) : null,
+      server_info: isRecord(result.serverInfo) ? boundedInfo(result.serverInfo) : null,
+    });
+    return frame.withNewline;
+  }
+  if (!Array.isArray(result.tools)) return frame.withNewline;
+  const visible = state.policy.observeTools(result.tools);
+  if (visible === null) return frame.withNewline;
+  // hide_denied changed the list: the only case where a server line is re-serialized.
+  return encodeLine({ ...(message as Record<string, unknown>), result: { ...result, tools: visible } });
+}
+
+/** An over-cap server line: an error to the request it answers, otherwise dropped. */
+function replaceOversized(state: ProxyState, head: Uint8Array, tail: Uint8Array, length: number): Completed | null {
+  state.counts.oversized++;
+  const id = recoverIdFromTail(tail) ?? recoverIdFromHead(head);
+  const key = id === null ? null : JSON.stringify(id);
+  const request = key === null ? undefined : state.pending.get(key);
+  logLine(`server sent a ${length}-byte message (cap ${state.maxMessageBytes})${request ? "; answering its request with an error" : "; dropped"}`);
+  if (!request) return null;
+  state.pending.delete(key!);
+  return { request, outcome: "error", line: errorLine(request.id, SERVER_GONE, `response larger than ${state.maxMessageBytes} bytes`) };
+}
+
+export type { PendingRequest };

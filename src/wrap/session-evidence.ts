@@ -1,0 +1,205 @@
+/**
+ * The evidence of one wrap session: decision log, receipts, session context and session stop
+ * (wrap.md §5–§8), with the failure accounting that decides `--on-evidence-failure` and exit 3.
+ */
+import { randomBytes } from "node:crypto";
+import { EvidenceLog } from "../evidence/evidence-log.ts";
+import { contextEventId } from "../evidence/format.ts";
+import { writeRecordFile } from "../evidence/record-file.ts";
+import {
+  type ContextData,
+  type Counts,
+  type DecisionData,
+  type DecisionLogState,
+  type ReceiptData,
+  type SessionEnd,
+  contextEvent,
+  decisionEvent,
+  receiptEvent,
+  stopEvent,
+} from "../evidence/records.ts";
+import { VERSION } from "../shared/build-info.ts";
+import { VigilError, errnoCode, errorMessage } from "../shared/errors.ts";
+import { logLine } from "../shared/log.ts";
+import type { SweepResult } from "../shared/process-group.ts";
+import type { OutputPlan } from "./output-plan.ts";
+
+export interface SessionMeta {
+  eventSource: string | null;
+  serverId: string;
+  serverPid: number;
+  commandSha256: string;
+  policyDigest: string | null;
+  dryRun: boolean;
+  decisionLogFsync: boolean;
+  decisionLogFaultBytes: number | undefined;
+}
+
+export interface HandshakeInfo {
+  protocol_version: string | null;
+  client_info: { name: string; version: string } | null;
+  server_info: { name: string; version: string } | null;
+}
+
+export class SessionEvidence {
+  sessionId: string | null = null;
+  private startedAt = "";
+  private decisionLog: EvidenceLog | null = null;
+  private receipts: EvidenceLog | null = null;
+  private decisionSeq = 0;
+  private receiptSeq = 0;
+  private contextId: string | null = null;
+  /** Failures of requested writers, one line each (reported on stderr, and exit 3). */
+  readonly failures: string[] = [];
+  private handshake: HandshakeInfo = { protocol_version: null, client_info: null, server_info: null };
+
+  constructor(
+    private readonly plan: OutputPlan,
+    private readonly meta: SessionMeta,
+  ) {}
+
+  /** Opens the NDJSON writers (exclusive create unless append mode). Throws a usage error. */
+  openLogs(): void {
+    const dl = this.plan.decisionLog;
+    try {
+      if (dl) {
+        const options = {
+          syncEachLine: this.meta.decisionLogFsync,
+          ...(this.meta.decisionLogFaultBytes === undefined ? {} : { failAfterBytes: this.meta.decisionLogFaultBytes }),
+        };
+        this.decisionLog = dl.mode === "new" ? EvidenceLog.createNew(dl.path, options) : EvidenceLog.openAppend(dl.path, options);
+      }
+      if (this.plan.receipts) this.receipts = EvidenceLog.createNew(this.plan.receipts);
+    } catch (e) {
+      this.decisionLog?.close();
+      throw new VigilError("output_path_invalid", `wrap: cannot create evidence file: ${errnoCode(e) ?? ""} ${errorMessage(e)}`);
+    }
+  }
+
+  get started(): boolean {
+    return this.sessionId !== null;
+  }
+
+  /** The session starts at the first client request that is not server/discover. */
+  start(): void {
+    if (this.sessionId !== null) return;
+    this.sessionId = randomBytes(16).toString("hex");
+    this.startedAt = new Date().toISOString();
+  }
+
+  /** True once any requested writer has failed: calls are then denied unless --on-evidence-failure continue. */
+  get unavailable(): boolean {
+    return this.failures.length > 0;
+  }
+
+  /** Writes one decision record; false when it could not be written. */
+  recordDecision(fields: Omit<DecisionData, "session_id" | "seq" | "server_id" | "policy_digest" | "dry_run">): boolean {
+    if (!this.decisionLog || this.meta.eventSource === null || this.sessionId === null) return true;
+    const data: DecisionData = {
+      session_id: this.sessionId,
+      seq: this.decisionSeq++,
+      server_id: this.meta.serverId,
+      ...fields,
+      policy_digest: this.meta.policyDigest,
+      dry_run: this.meta.dryRun,
+    };
+    const ok = this.decisionLog.append(JSON.stringify(decisionEvent(this.meta.eventSource, data)));
+    if (!ok) this.noteFailure("decision log", this.decisionLog);
+    return ok;
+  }
+
+  recordReceipt(fields: Omit<ReceiptData, "session_id" | "seq">): void {
+    if (!this.receipts || this.meta.eventSource === null || this.sessionId === null) return;
+    const data: ReceiptData = { session_id: this.sessionId, seq: this.receiptSeq++, ...fields };
+    if (!this.receipts.append(JSON.stringify(receiptEvent(this.meta.eventSource, data)))) {
+      this.noteFailure("receipts", this.receipts);
+    }
+  }
+
+  /** Remembers what the initialize exchange said, for the context record. */
+  noteHandshake(info: Partial<HandshakeInfo>): void {
+    this.handshake = { ...this.handshake, ...info };
+  }
+
+  /** Writes the context record once (after the first relayed response, or at the latest before the stop). */
+  writeContext(): void {
+    if (this.contextId !== null || !this.plan.context || this.sessionId === null || this.meta.eventSource === null) return;
+    const data: ContextData = {
+      session_id: this.sessionId,
+      server_id: this.meta.serverId,
+      server_pid: this.meta.serverPid,
+      event_source: this.meta.eventSource,
+      started_at: this.startedAt,
+      vigil_version: VERSION,
+      command_sha256: this.meta.commandSha256,
+      policy_digest: this.meta.policyDigest,
+      dry_run: this.meta.dryRun,
+      ...this.handshake,
+      outputs: {
+        decision_log: this.plan.decisionLog?.mode ?? "absent",
+        receipts: this.plan.receipts !== null,
+        session_stop: this.plan.stop !== null,
+      },
+    };
+    const id = contextEventId(this.sessionId);
+    this.contextId = id; // once attempted, never retried: a second record would contradict the first
+    try {
+      writeRecordFile(this.plan.context, contextEvent(this.meta.eventSource, data));
+    } catch (e) {
+      this.contextId = null;
+      this.failures.push(`session context: ${errorMessage(e)}`);
+      logLine(`evidence: cannot write the session context record: ${errorMessage(e)}`);
+    }
+  }
+
+  /**
+   * Closes the logs and writes the stop record (wrap.md §8). A run whose session never started
+   * (only server/discover, or nothing) writes no stop record.
+   */
+  finish(end: SessionEnd, sweep: SweepResult, counts: Counts, proxyError: boolean): void {
+    this.decisionLog?.close();
+    this.receipts?.close();
+    for (const [name, log] of [["decision log", this.decisionLog], ["receipts", this.receipts]] as const) {
+      if (log?.poisoned && !this.failures.some((f) => f.startsWith(name))) this.noteFailure(name, log);
+    }
+    if (this.sessionId === null) return;
+    this.writeContext();
+    if (!this.plan.stop || this.meta.eventSource === null) return;
+    const dl = this.decisionLog;
+    const record = stopEvent(this.meta.eventSource, {
+      session_id: this.sessionId,
+      server_id: this.meta.serverId,
+      server_pid: this.meta.serverPid,
+      session_context_id: this.contextId,
+      session_end: end,
+      status: sweep.status,
+      kill_requested: sweep.kill_requested,
+      decision_log: decisionLogState(this.plan, dl, proxyError),
+      decision_events_written: dl ? dl.written : null,
+      decision_events_dropped: dl ? dl.dropped : null,
+      decision_prefix_sha256: dl ? dl.prefixSha256() : null,
+      receipts: this.receipts
+        ? { written: this.receipts.written, dropped: this.receipts.dropped, prefix_sha256: this.receipts.prefixSha256() }
+        : null,
+      counts,
+    });
+    try {
+      writeRecordFile(this.plan.stop, record);
+    } catch (e) {
+      this.failures.push(`session stop: ${errorMessage(e)}`);
+      logLine(`evidence: cannot write the session stop record: ${errorMessage(e)}`);
+    }
+  }
+
+  private noteFailure(name: string, log: EvidenceLog): void {
+    if (this.failures.some((f) => f.startsWith(name))) return;
+    this.failures.push(`${name}: ${log.failure}`);
+    logLine(`evidence: ${name} writer stopped (${log.failure}); ${log.written} written, later records are dropped and counted`);
+  }
+}
+
+function decisionLogState(plan: OutputPlan, log: EvidenceLog | null, proxyError: boolean): DecisionLogState {
+  if (!plan.decisionLog) return "absent";
+  if (!log) return "unknown";
+  return log.poisoned || proxyError ? "incomplete" : "complete";
+}
