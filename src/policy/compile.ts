@@ -2,7 +2,7 @@
  * A validated policy document turned into what evaluation needs: precompiled name patterns,
  * compiled argument validators and plain limits. Built once at load; immutable afterwards.
  */
-import { compileArgumentSchema, type ArgumentValidator } from "./argument-schema.ts";
+import { createArgumentSchemaCompiler, type ArgumentValidator } from "./argument-schema.ts";
 import { compilePattern, firstMatch, type ToolNamePattern } from "./pattern.ts";
 import { formatPolicyPath } from "./policy-path.ts";
 import type { PolicyDocument, UnconstrainedMode } from "./schema.ts";
@@ -32,8 +32,10 @@ export type PolicyCompile = { ok: true; policy: CompiledPolicy } | { ok: false; 
 
 export function compilePolicy(document: PolicyDocument): PolicyCompile {
   const validators = new Map<string, ArgumentValidator>();
-  for (const [tool, schema] of Object.entries(document.arguments)) {
-    const compiled = compileArgumentSchema(schema);
+  const entries = Object.entries(document.arguments);
+  const compile = entries.length > 0 ? createArgumentSchemaCompiler() : null;
+  for (const [tool, schema] of entries) {
+    const compiled = compile!(schema);
     if (!compiled.ok) {
       return { ok: false, message: `${formatPolicyPath(["arguments", tool])}: invalid JSON Schema: ${compiled.message}` };
     }

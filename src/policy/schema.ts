@@ -46,21 +46,21 @@ const PatternList = v.array(
   "expected a list of tool name patterns",
 );
 
-export const ToolsSchema = v.strictObject(
-  {
-    allow: v.optional(PatternList),
-    deny: v.optional(PatternList),
-    hide_denied: v.optional(v.boolean("expected true or false"), false),
-  },
-  "expected a mapping",
-);
+/** A strict mapping. valibot's strictObject accepts an array as an object, so arrays are refused first. */
+function mapping<T extends v.ObjectEntries>(entries: T, expected = "expected a mapping") {
+  const strict = v.strictObject(entries, expected);
+  return { strict, schema: v.pipe(v.custom<unknown>(isMapping, expected), strict) };
+}
 
-export const RateSchema = v.strictObject({ calls: PositiveInteger, per_seconds: PositiveNumber }, "expected a mapping");
+const Tools = mapping({
+  allow: v.optional(PatternList),
+  deny: v.optional(PatternList),
+  hide_denied: v.optional(v.boolean("expected true or false"), false),
+});
 
-export const LimitsSchema = v.strictObject(
-  { max_tool_calls: v.optional(PositiveInteger), rate: v.optional(RateSchema) },
-  "expected a mapping",
-);
+const Rate = mapping({ calls: PositiveInteger, per_seconds: PositiveNumber });
+
+const Limits = mapping({ max_tool_calls: v.optional(PositiveInteger), rate: v.optional(Rate.schema) });
 
 /** A JSON Schema (draft 2020-12) for one tool's `params.arguments`; Ajv checks the rest at compile time. */
 const ArgumentSchema = v.custom<Record<string, unknown>>(isMapping, "expected a JSON Schema object");
@@ -70,27 +70,29 @@ const Pin = v.pipe(v.string(PIN), v.regex(/^sha256:[0-9a-f]{64}$/, PIN));
 
 export const UNCONSTRAINED_MODES = ["allow", "warn", "deny"] as const;
 
-export const PolicySchema = v.strictObject(
+const Policy = mapping(
   {
     version: v.literal(1, "expected 1"),
-    tools: ToolsSchema,
+    tools: Tools.schema,
     arguments: v.optional(toolMap(ArgumentSchema), {}),
     unconstrained: v.optional(v.picklist(UNCONSTRAINED_MODES, 'expected "allow", "warn" or "deny"'), "allow"),
-    limits: v.optional(LimitsSchema, {}),
+    limits: v.optional(Limits.schema, {}),
     pins: v.optional(toolMap(Pin), {}),
   },
   "expected a mapping at the top level",
 );
+
+export const PolicySchema = Policy.schema;
 
 export type PolicyDocument = v.InferOutput<typeof PolicySchema>;
 export type UnconstrainedMode = PolicyDocument["unconstrained"];
 
 /** Keys each strict mapping accepts, for "unknown key" messages. */
 const KNOWN_KEYS: Record<string, readonly string[]> = {
-  "": Object.keys(PolicySchema.entries),
-  tools: Object.keys(ToolsSchema.entries),
-  limits: Object.keys(LimitsSchema.entries),
-  "limits.rate": Object.keys(RateSchema.entries),
+  "": Object.keys(Policy.strict.entries),
+  tools: Object.keys(Tools.strict.entries),
+  limits: Object.keys(Limits.strict.entries),
+  "limits.rate": Object.keys(Rate.strict.entries),
 };
 
 export type DocumentCheck = { ok: true; document: PolicyDocument } | { ok: false; message: string };

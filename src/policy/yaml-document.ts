@@ -19,7 +19,9 @@ export function parseYamlPolicy(text: string): SourceParse {
     merge: false,
     uniqueKeys: true, // our walk below reports duplicates with their path; this is the backstop
     lineCounter: lines,
-    logLevel: "silent", // nothing may reach stdout/stderr from a parser
+    // "error", not "silent": silent also stops errors being collected (a second document would
+    // pass unnoticed). Warnings are not printed at this level; we refuse them below anyway.
+    logLevel: "error",
     prettyErrors: false,
   });
   const at = (offset: number | undefined) => {
@@ -32,7 +34,10 @@ export function parseYamlPolicy(text: string): SourceParse {
   if (refusal) return { ok: false, message: `${refusal.what}${at(refusal.offset)}` };
   const error = doc.errors[0];
   if (error) {
-    const head = error.message.split("\n")[0]!.replace(/ at line \d+, column \d+:?$/, "");
+    const head =
+      error.code === "MULTIPLE_DOCS"
+        ? "a policy file holds exactly one YAML document"
+        : error.message.split("\n")[0]!.replace(/ at line \d+, column \d+:?$/, "");
     return { ok: false, message: `${head}${at(error.pos[0])}` };
   }
   if (doc.directives.yaml.explicit) return { ok: false, message: "%YAML directives are not allowed" };

@@ -1,0 +1,40 @@
+# Thin front over the repo's scripts. Bun itself comes from the npm registry (the `bun` package),
+# installed into .tools/ by npm; everything else is installed by bun from bun.lock.
+BUN_VERSION := 1.4.5
+BUN := .tools/node_modules/.bin/bun
+export PATH := $(CURDIR)/.tools/node_modules/.bin:$(PATH)
+
+.DEFAULT_GOAL := help
+.PHONY: help install build demo test typecheck check bench clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 12
+
+$(BUN):
+	npm install --prefix .tools --no-save --no-package-lock --no-audit --no-fund bun@$(BUN_VERSION)
+
+node_modules/.installed: $(BUN) package.json bun.lock
+	$(BUN) install --frozen-lockfile
+	@touch $@
+
+install: node_modules/.installed ## install Bun (from npm) and the dependencies (from bun.lock)
+
+build: install ## compile dist/vigil (self-contained executable)
+	$(BUN) scripts/build.ts --host
+
+demo: build ## wrap the example server with the example policy and show the evidence
+	$(BUN) scripts/demo.ts
+
+test: build ## run every test suite (unit, integration, e2e against dist/vigil)
+	$(BUN) test $(if $(VIGIL_JUNIT),--reporter=junit --reporter-outfile=$(VIGIL_JUNIT))
+
+typecheck: install ## type-check src, test, scripts and bench
+	$(BUN) x tsc --noEmit -p .
+
+check: typecheck test ## type-check, then test
+
+bench: build ## run the benchmark harnesses (results: bench/RESULTS.md)
+	$(BUN) bench/wrap/run.ts
+
+clean: ## remove build output
+	rm -rf dist .tmp
