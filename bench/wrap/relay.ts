@@ -9,8 +9,9 @@
  * child's code, and never leaves the child's process group behind.
  */
 
-const sep = process.argv.indexOf("--");
-const argv = sep >= 0 ? process.argv.slice(sep + 1) : [];
+// Bun itself drops a "--" that directly follows the script; accept the command either way.
+const rest = process.argv.slice(2);
+const argv = rest[0] === "--" ? rest.slice(1) : rest;
 if (argv.length === 0) {
   process.stderr.write("usage: bun bench/wrap/relay.ts -- CMD [ARGS…]\n");
   process.exit(2);

@@ -1,5 +1,6 @@
 /** The one registry of subcommands, loaded lazily so `vigil --version` stays fast. */
 export const commands = {
   wrap: () => import("./wrap.ts").then((m) => m.default),
+  verify: () => import("./verify.ts").then((m) => m.default),
   policy: () => import("./policy.ts").then((m) => m.default),
 };

@@ -5,7 +5,7 @@
 import * as v from "valibot";
 import { VERSION } from "../shared/build-info.ts";
 import { VigilError } from "../shared/errors.ts";
-import { spawnGroup, sweepGroup, type GroupChild } from "../shared/process-group.ts";
+import { spawnGroup, sweepGroup, within, type GroupChild } from "../shared/process-group.ts";
 import { StdioRpcClient } from "./stdio-rpc.ts";
 import { toolDefinitionDigest } from "./tool-definition.ts";
 
@@ -14,6 +14,8 @@ export const PIN_PROTOCOL_VERSION = "2025-11-25";
 export const MAX_TOOLS_LIST_PAGES = 100;
 const MAX_LINE_BYTES = 32 * 1024 * 1024;
 const STDERR_TAIL_BYTES = 8192;
+/** After the sweep, how long stderr may take to reach EOF before an error quotes what arrived. */
+const STDERR_SETTLE_MS = 500;
 
 export interface PinOptions {
   /** Bound on each wait for a response. Default 10000. */
@@ -39,6 +41,7 @@ export async function pinServer(argv: string[], options: PinOptions = {}): Promi
   const child = spawnGroup(argv, { stderr: "pipe" });
   const stderr = drainTail(child);
   const rpc = new StdioRpcClient(child, { timeoutMs, maxLineBytes: MAX_LINE_BYTES });
+  let failure: unknown = null;
   try {
     await rpc.request("initialize", {
       protocolVersion: PIN_PROTOCOL_VERSION,
@@ -48,15 +51,20 @@ export async function pinServer(argv: string[], options: PinOptions = {}): Promi
     rpc.notify("notifications/initialized");
     return await listAllTools(rpc);
   } catch (e) {
-    const last = stderr.lastLine();
-    if (e instanceof VigilError && e.code === "server_unreachable" && last !== null && e.hint === undefined) {
-      throw new VigilError(e.code, e.message, { hint: `last line of the server's stderr: ${last}`, cause: e });
-    }
-    throw e;
+    failure = e;
   } finally {
     rpc.closeStdin();
     await sweepGroup(child, graceMs);
   }
+  // The group is gone, so stderr ends soon: let the drain catch up before quoting it.
+  await within(stderr.done, STDERR_SETTLE_MS);
+  throw withStderrHint(failure, stderr.lastLine());
+}
+
+function withStderrHint(failure: unknown, lastLine: string | null): unknown {
+  if (!(failure instanceof VigilError) || failure.code !== "server_unreachable" || lastLine === null) return failure;
+  if (failure.hint !== undefined) return failure;
+  return new VigilError(failure.code, failure.message, { hint: `last line of the server's stderr: ${lastLine}`, cause: failure });
 }
 
 async function listAllTools(rpc: StdioRpcClient): Promise<Map<string, string>> {
@@ -83,22 +91,21 @@ async function listAllTools(rpc: StdioRpcClient): Promise<Map<string, string>> {
 }
 
 /** Reads the child's stderr to the end (so it never blocks on a full pipe), keeping only a bounded tail. */
-function drainTail(child: GroupChild): { lastLine(): string | null } {
+function drainTail(child: GroupChild): { done: Promise<void>; lastLine(): string | null } {
   let tail = Buffer.alloc(0);
-  const stream = child.stderr;
-  if (stream && typeof stream !== "number") {
-    void (async () => {
-      try {
-        for await (const chunk of stream as ReadableStream<Uint8Array>) {
-          tail = Buffer.concat([tail, chunk]);
-          if (tail.length > STDERR_TAIL_BYTES) tail = tail.subarray(tail.length - STDERR_TAIL_BYTES);
-        }
-      } catch {
-        // the stream errored as the process went away: the tail so far is all there is
+  const stream = child.stderr as ReadableStream<Uint8Array>;
+  const done = (async () => {
+    try {
+      for await (const chunk of stream) {
+        tail = Buffer.concat([tail, chunk]);
+        if (tail.length > STDERR_TAIL_BYTES) tail = tail.subarray(tail.length - STDERR_TAIL_BYTES);
       }
-    })();
-  }
+    } catch {
+      // the stream errored as the process went away: the tail so far is all there is
+    }
+  })();
   return {
+    done,
     lastLine() {
       const lines = tail.toString("utf8").split("\n").map((l) => l.trim()).filter((l) => l.length > 0);
       const last = lines[lines.length - 1];

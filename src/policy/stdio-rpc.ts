@@ -77,7 +77,7 @@ export class StdioRpcClient {
   /** Closes the server's stdin (the MCP stdio way of asking it to exit). Never throws. */
   closeStdin(): void {
     try {
-      this.child.stdin.end();
+      ignoreRejection(this.child.stdin.end());
     } catch {
       // already closed or the server is gone
     }
@@ -94,7 +94,8 @@ export class StdioRpcClient {
   private send(message: unknown): void {
     try {
       this.child.stdin.write(`${JSON.stringify(message)}\n`);
-      this.child.stdin.flush();
+      // A server that has exited makes the flush fail later (EPIPE); the read side reports that as EOF.
+      ignoreRejection(this.child.stdin.flush());
     } catch {
       throw this.failure("cannot write to the server's stdin");
     }
@@ -104,6 +105,10 @@ export class StdioRpcClient {
     const skipped = this.skippedLines > 0 ? ` (${this.skippedLines} non-JSON-RPC stdout lines skipped)` : "";
     return new VigilError("server_unreachable", `${message}${skipped}`);
   }
+}
+
+function ignoreRejection(value: unknown): void {
+  if (value instanceof Promise) value.catch(() => {});
 }
 
 type ReadResult = { done: true; value?: undefined } | { done: false; value: Uint8Array };

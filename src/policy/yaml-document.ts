@@ -59,6 +59,7 @@ function refuse(path: PathSegment[], what: string, node: Node | unknown): Refusa
 
 /** Depth-first check of the node tree; returns the first refusal. Recursion is bounded by MAX_POLICY_DEPTH. */
 function walk(node: unknown, path: PathSegment[], depth: number): Refusal | null {
+  if (node === null || node === undefined) return null; // `? key` with no value: null, which the schema judges
   if (isAlias(node)) return refuse(path, "YAML aliases are not allowed", node);
   const n = node as Node;
   if (n.anchor) return refuse(path, "YAML anchors are not allowed", node);
@@ -96,5 +97,5 @@ function walk(node: unknown, path: PathSegment[], depth: number): Refusal | null
     }
     return null;
   }
-  return null; // an empty value (`key:`) is null, which the schema judges
+  return null;
 }

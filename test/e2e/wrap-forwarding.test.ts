@@ -153,7 +153,7 @@ describe("tools/list filtering and pins", () => {
   });
 
   test("a pinned tool called before tools/list is denied E_TOOL_UNVERIFIED; after listing it is allowed", async () => {
-    const policy = { version: 1, pins: { echo: pins.echo } };
+    const policy = { version: 1, tools: { allow: ["*"] }, pins: { echo: pins.echo } };
     const s = startWrap({ policy });
     await s.initialize();
     expectDenied(await s.call("echo", { text: "early" }), "E_TOOL_UNVERIFIED", "echo");
@@ -166,7 +166,7 @@ describe("tools/list filtering and pins", () => {
   });
 
   test("a pin that does not match the listed definition is denied E_TOOL_DRIFT", async () => {
-    const policy = { version: 1, pins: { echo: pins.read_file } };
+    const policy = { version: 1, tools: { allow: ["*"] }, pins: { echo: pins.read_file } };
     const s = startWrap({ policy });
     await s.initialize();
     await s.client.request("tools/list", {});

@@ -47,14 +47,12 @@ export function readJson<T = any>(path: string): T {
   return JSON.parse(readFileSync(path, "utf8")) as T;
 }
 
-/** Parsed NDJSON; empty when the file is missing or empty. A partial last line is a test failure. */
+/** The complete ("\n"-terminated) lines of an NDJSON file, parsed; a partial tail is left out. */
 export function readNdjson<T = any>(path: string): T[] {
   if (!existsSync(path)) return [];
-  const text = readFileSync(path, "utf8");
-  return text
-    .split("\n")
-    .filter((l) => l !== "")
-    .map((l) => JSON.parse(l) as T);
+  const lines = readFileSync(path, "utf8").split("\n");
+  lines.pop(); // "" after the last newline, or an unterminated tail
+  return lines.map((l) => JSON.parse(l) as T);
 }
 
 /** A policy file in `dir`: an object is written as JSON (policy.json), a string as YAML (policy.yaml). */
@@ -123,7 +121,7 @@ export class WrapSession {
 
   /** initialize + notifications/initialized; resolves with the initialize response. */
   async initialize(): Promise<JsonRpcResponse> {
-    const response = await this.client.request("initialize", {
+    const response = await this.request("initialize", {
       protocolVersion: MCP_PROTOCOL_VERSION,
       capabilities: {},
       clientInfo: { name: "vigil-e2e", version: "1.0.0" },
@@ -132,8 +130,17 @@ export class WrapSession {
     return response;
   }
 
+  /** client.request, with vigil's stderr in the error when no response comes. */
+  async request(method: string, params?: object, timeoutMs = 10_000): Promise<JsonRpcResponse> {
+    try {
+      return await this.client.request(method, params, timeoutMs);
+    } catch (e) {
+      throw new Error(`${(e as Error).message}\nvigil stderr:\n${this.client.stderrText()}`);
+    }
+  }
+
   call(name: string, args: object = {}, timeoutMs = 10_000): Promise<JsonRpcResponse> {
-    return this.client.request("tools/call", { name, arguments: args }, timeoutMs);
+    return this.request("tools/call", { name, arguments: args }, timeoutMs);
   }
 
   /** Closes vigil's stdin (client EOF) and waits for vigil to exit. */

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { canonicalSha256, sha256Hex } from "../../../src/shared/digest.ts";
@@ -124,7 +124,7 @@ describe("loadPolicyFile", () => {
   test("a missing file or a directory is a clear error", async () => {
     await expect(loadPolicyFile(join(dir, "absent.yaml"))).rejects.toThrow("absent.yaml: cannot read: no such file");
     const sub = join(dir, "sub.json");
-    require("node:fs").mkdirSync(sub);
+    mkdirSync(sub);
     await expect(loadPolicyFile(sub)).rejects.toThrow("sub.json: not a regular file");
   });
 
@@ -170,6 +170,8 @@ describe("parsePolicy refusals name the file, the path and what was expected", (
     ["YAML 1.1 directive", "%YAML 1.1\n---\nversion: 1\ntools: {}\n", "yaml", "policy p.yaml: %YAML directives are not allowed"],
     ["YAML .inf", "version: 1\ntools: {}\nlimits: {rate: {calls: 1, per_seconds: .inf}}\n", "yaml", "policy p.yaml: limits.rate.per_seconds: numbers must be finite"],
     ["JSON 1e400", '{"version":1,"tools":{},"limits":{"max_tool_calls":1e400}}', "json", "policy p.json: limits.max_tool_calls: number 1e400 is not finite"],
+    ["YAML key without a value", "version: 1\n? tools\n", "yaml", "policy p.yaml: tools: expected a mapping, got null"],
+    ["YAML empty value", "version: 1\ntools:\n", "yaml", "policy p.yaml: tools: expected a mapping, got null"],
     ["YAML syntax error", "version: 1\ntools: {deny: [x\n", "yaml", "(line 3, column 1)"],
     ["JSON syntax error", '{"version":1,\n"tools":{}', "json", "policy p.json: expected ',' or '}' (line 2, column 11)"],
     ["deeply nested YAML", `version: 1\ntools: {}\narguments: {t: ${"[".repeat(100)}${"]".repeat(100)}}\n`, "yaml", "nesting deeper than 64 levels"],

@@ -1,0 +1,927 @@
+/**
+ * Performance harness for `vigil wrap` (wrap.md §11): one run measures, side by side,
+ *
+ *   direct        the client spawns the server                         (anchor)
+ *   relay         client → bench/wrap/relay.ts → server                (floor of one extra hop)
+ *   wrap          client → dist/vigil wrap --allow-all + decision log → server   (the target)
+ *   wrap+policy   client → dist/vigil wrap --policy + --capture-dir → server     (informational)
+ *
+ * and, per setup, (1) latency of sequential `tools/call echo` round trips (p50/p99), (2) throughput
+ * of pipelined 1 KiB `tools/call echo` messages, (3) MiB/s of sequential 8 MiB `blob` results and
+ * the peak RSS (VmHWM) of the middle process. Setups are interleaved within each round and the
+ * round order rotates; each figure reported is the median over the rounds.
+ *
+ *   bun bench/wrap/run.ts [--write] [--rounds N] [--quick] [--setups a,b,…] [--phases a,b,…]
+ *
+ *   --write    add or replace today's section in bench/RESULTS.md
+ *   --quick    one short round (smoke test; never written)
+ *   --setups   any of direct,relay,wrap,wrap+policy,wrap-nolog (default: the first four)
+ *              wrap-nolog   = wrap --allow-all without any evidence output (experiment)
+ *   --phases   any of latency,throughput,large (default: all)
+ *
+ * Every wait is bounded, every spawned process group is killed on every way out, and the whole run
+ * stops by itself after DEADLINE_MS.
+ */
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { availableParallelism, release, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import type { Subprocess } from "bun";
+
+const ROOT = resolve(import.meta.dir, "../..");
+const BUN = process.execPath;
+const SERVER = join(ROOT, "bench/wrap/server.ts");
+const RELAY = join(ROOT, "bench/wrap/relay.ts");
+const POLICY = join(ROOT, "bench/wrap/policy.yaml");
+const VIGIL = join(ROOT, "dist/vigil");
+const RESULTS = join(ROOT, "bench/RESULTS.md");
+
+const DEADLINE_MS = 175_000;
+const STARTUP_MS = 15_000;
+const PHASE_MS = 40_000;
+const CLOSE_MS = 6_000;
+
+const MiB = 1024 * 1024;
+
+// ---------------------------------------------------------------------------------------------
+// Options
+
+interface Config {
+  write: boolean;
+  quick: boolean;
+  rounds: number;
+  setups: SetupName[];
+  phases: PhaseName[];
+  latencyWarmup: number;
+  latencyCalls: number;
+  throughputWarmup: number;
+  throughputCalls: number;
+  window: number;
+  messageBytes: number;
+  blobBytes: number;
+  blobWarmup: number;
+  blobCalls: number;
+  blobCheckpoint: number;
+}
+
+const SETUP_NAMES = ["direct", "relay", "wrap", "wrap+policy", "wrap-nolog"] as const;
+type SetupName = (typeof SETUP_NAMES)[number];
+const PHASE_NAMES = ["latency", "throughput", "large"] as const;
+type PhaseName = (typeof PHASE_NAMES)[number];
+
+function parseArgs(argv: string[]): Config {
+  const c: Config = {
+    write: false,
+    quick: false,
+    rounds: 3,
+    setups: ["direct", "relay", "wrap", "wrap+policy"],
+    phases: [...PHASE_NAMES],
+    latencyWarmup: 500,
+    latencyCalls: 5000,
+    throughputWarmup: 2000,
+    throughputCalls: 20_000,
+    window: 64,
+    messageBytes: 1024,
+    blobBytes: 8 * MiB,
+    blobWarmup: 2,
+    blobCalls: 30,
+    blobCheckpoint: 10,
+  };
+  const list = <T extends string>(value: string | undefined, allowed: readonly T[], flag: string): T[] => {
+    const items = (value ?? "").split(",").filter(Boolean);
+    for (const item of items) if (!allowed.includes(item as T)) usage(`${flag}: unknown "${item}" (known: ${allowed.join(", ")})`);
+    if (items.length === 0) usage(`${flag} needs a value`);
+    return items as T[];
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === "--write") c.write = true;
+    else if (a === "--quick") c.quick = true;
+    else if (a === "--rounds") {
+      c.rounds = Number(argv[++i]);
+      if (!Number.isInteger(c.rounds) || c.rounds < 1 || c.rounds > 9) usage("--rounds: an integer from 1 to 9");
+    } else if (a === "--setups") c.setups = list(argv[++i], SETUP_NAMES, "--setups");
+    else if (a === "--phases") c.phases = list(argv[++i], PHASE_NAMES, "--phases");
+    else if (a === "--help" || a === "-h") usage(null);
+    else usage(`unknown argument ${a}`);
+  }
+  if (c.quick) {
+    Object.assign(c, { rounds: 1, latencyWarmup: 100, latencyCalls: 500, throughputWarmup: 200, throughputCalls: 2000, blobWarmup: 1, blobCalls: 12 });
+    if (c.write) usage("--quick results are not written (drop --quick or --write)");
+  }
+  return c;
+}
+
+function usage(error: string | null): never {
+  const text = "usage: bun bench/wrap/run.ts [--write] [--rounds N] [--quick] [--setups direct,relay,wrap,wrap+policy,wrap-nolog] [--phases latency,throughput,large]\n";
+  if (error) process.stderr.write(`bench: ${error}\n`);
+  process.stderr.write(text);
+  process.exit(error ? 2 : 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Process groups: every spawned child leads its own group; all of them die on every way out.
+
+const liveGroups = new Set<number>();
+
+function killGroup(pgid: number): void {
+  try {
+    process.kill(-pgid, "SIGKILL");
+  } catch {
+    // already gone
+  }
+}
+
+function killAll(): void {
+  for (const pgid of liveGroups) killGroup(pgid);
+  liveGroups.clear();
+}
+
+let tempRoot: string | null = null;
+function removeTemp(): void {
+  if (tempRoot) rmSync(tempRoot, { recursive: true, force: true });
+  tempRoot = null;
+}
+
+process.on("exit", () => {
+  killAll();
+  removeTemp();
+});
+for (const [name, signo] of [["SIGINT", 2], ["SIGTERM", 15], ["SIGHUP", 1]] as const) {
+  process.on(name, () => {
+    process.stderr.write(`bench: ${name}, stopping\n`);
+    process.exit(128 + signo);
+  });
+}
+
+/** Pids of the children of `pid` (all its threads), from /proc. */
+function childPids(pid: number): number[] {
+  const found: number[] = [];
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const text = readFileSync(`/proc/${pid}/task/${tid}/children`, "utf8").trim();
+      if (text) found.push(...text.split(/\s+/).map(Number));
+    }
+  } catch {
+    // the process is gone, or /proc has no children files: fall back to a scan
+  }
+  if (found.length > 0) return found;
+  try {
+    for (const entry of readdirSync("/proc")) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+        const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+        if (ppid === pid) found.push(Number(entry));
+      } catch {
+        // raced with an exit
+      }
+    }
+  } catch {
+    // no /proc
+  }
+  return found;
+}
+
+/** VmHWM / VmRSS of a process in KiB, or null when unreadable. */
+function memoryKiB(pid: number): { hwm: number; rss: number } | null {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? NaN);
+    return { hwm: field("VmHWM"), rss: field("VmRSS") };
+  } catch {
+    return null;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Setups
+
+interface Setup {
+  name: SetupName;
+  /** The middle process (relay or vigil), whose memory is reported; null for direct. */
+  middle: string | null;
+  argv(dir: string): string[];
+  /** Where the decision log lands, to check that every call was recorded. */
+  decisionLog?(dir: string): string;
+}
+
+const SETUPS: Record<SetupName, Setup> = {
+  direct: { name: "direct", middle: null, argv: () => [BUN, SERVER] },
+  relay: { name: "relay", middle: "relay", argv: () => [BUN, RELAY, "--", BUN, SERVER] },
+  wrap: {
+    name: "wrap",
+    middle: "vigil",
+    argv: (dir) => [
+      VIGIL, "wrap", "--allow-all", "--event-source", "vigil://bench/x",
+      "--decision-log", join(dir, "d.ndjson"), "--decision-log-new", "--", BUN, SERVER,
+    ],
+    decisionLog: (dir) => join(dir, "d.ndjson"),
+  },
+  "wrap+policy": {
+    name: "wrap+policy",
+    middle: "vigil",
+    argv: (dir) => [
+      VIGIL, "wrap", "--policy", POLICY, "--capture-dir", join(dir, "capture"),
+      "--event-source", "vigil://bench/x", "--", BUN, SERVER,
+    ],
+    decisionLog: (dir) => join(dir, "capture", "decisions.ndjson"),
+  },
+  "wrap-nolog": { name: "wrap-nolog", middle: "vigil", argv: () => [VIGIL, "wrap", "--allow-all", "--", BUN, SERVER] },
+};
+
+// ---------------------------------------------------------------------------------------------
+// The client side of one spawned setup
+
+interface Response {
+  id: number;
+  ok: boolean;
+  length: number;
+  /** The whole line, for lines up to SMALL_LINE bytes. */
+  small: Uint8Array | null;
+}
+
+const SMALL_LINE = 64 * 1024;
+const RESULT_HEAD = Buffer.from('{"result":');
+const ID_MARK = '"id":';
+
+class Peer {
+  readonly proc: Subprocess<"pipe", "pipe", "pipe">;
+  readonly pid: number;
+  serverPid: number | null = null;
+  toolCalls = 0;
+  private readonly waiting = new Map<number, { resolve(r: Response): void; reject(e: Error): void }>();
+  /** When set, every response goes here instead of to `waiting` (pipelined phases). */
+  onResponse: ((r: Response) => void) | null = null;
+  /** Called after each chunk of stdout has been split (pipelined phases refill their window here). */
+  afterChunk: (() => void) | null = null;
+  private stderrTail = "";
+  private closing = false;
+  private failure: Error | null = null;
+  /** Rejects once the process is gone (or unusable) while we still expect answers. */
+  readonly broken: Promise<never>;
+  private breakWith!: (e: Error) => void;
+
+  constructor(
+    readonly setup: Setup,
+    readonly dir: string,
+  ) {
+    this.proc = Bun.spawn(setup.argv(dir), { cwd: ROOT, detached: true, stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+    this.pid = this.proc.pid;
+    liveGroups.add(this.pid);
+    this.broken = new Promise<never>((_, reject) => {
+      this.breakWith = reject;
+    });
+    this.broken.catch(() => {});
+    void this.readLoop();
+    void this.drainStderr();
+    void this.proc.exited.then((code) => {
+      if (!this.closing) this.fail(new Error(`${setup.name}: process exited early (code ${code})`));
+    });
+  }
+
+  fail(e: Error): void {
+    if (this.failure) return;
+    this.failure = new Error(`${e.message}${this.stderrTail ? `\n--- stderr (tail) ---\n${this.stderrTail}` : ""}`);
+    for (const w of this.waiting.values()) w.reject(this.failure);
+    this.waiting.clear();
+    this.breakWith(this.failure);
+  }
+
+  private async drainStderr(): Promise<void> {
+    const decoder = new TextDecoder();
+    try {
+      for await (const chunk of this.proc.stderr) this.stderrTail = (this.stderrTail + decoder.decode(chunk)).slice(-4000);
+    } catch {
+      // gone
+    }
+  }
+
+  private async readLoop(): Promise<void> {
+    const reader = this.proc.stdout.getReader();
+    let parts: Uint8Array[] = [];
+    let partsLength = 0;
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        let start = 0;
+        for (;;) {
+          const nl = value.indexOf(0x0a, start);
+          if (nl < 0) {
+            if (start < value.length) {
+              parts.push(value.subarray(start));
+              partsLength += value.length - start;
+            }
+            break;
+          }
+          if (partsLength === 0) this.line([value.subarray(start, nl)], nl - start);
+          else {
+            parts.push(value.subarray(start, nl));
+            this.line(parts, partsLength + nl - start);
+            parts = [];
+            partsLength = 0;
+          }
+          start = nl + 1;
+        }
+        this.afterChunk?.();
+      }
+    } catch (e) {
+      this.fail(new Error(`${this.setup.name}: reading stdout failed: ${String(e)}`));
+    }
+  }
+
+  /** One response line, given as its parts; parsed only as far as needed (head, id at the tail). */
+  private line(parts: Uint8Array[], length: number): void {
+    if (this.failure) return;
+    const small = length <= SMALL_LINE ? (parts.length === 1 ? parts[0]! : Buffer.concat(parts, length)) : null;
+    const head = small ?? parts[0]!;
+    let ok = head.length >= RESULT_HEAD.length;
+    for (let i = 0; ok && i < RESULT_HEAD.length; i++) ok = head[i] === RESULT_HEAD[i];
+    let id = ok ? idFromTail(tailOf(parts, 48)) : null;
+    if (id === null && small) {
+      // Not our server's shape (an error written by vigil, a notification): parse it properly.
+      try {
+        const msg = JSON.parse(Buffer.from(small).toString("utf8")) as { id?: unknown; method?: unknown };
+        if (msg.method !== undefined) return; // a server notification or request: not an answer
+        if (typeof msg.id === "number") id = msg.id;
+        ok = false;
+      } catch {
+        // fall through
+      }
+    }
+    if (id === null) {
+      this.fail(new Error(`${this.setup.name}: unexpected line on stdout (${length} bytes): ${preview(small ?? head)}`));
+      return;
+    }
+    const r: Response = { id, ok, length, small };
+    if (this.onResponse) {
+      this.onResponse(r);
+      return;
+    }
+    const w = this.waiting.get(id);
+    if (!w) {
+      this.fail(new Error(`${this.setup.name}: response to unknown id ${id}`));
+      return;
+    }
+    this.waiting.delete(id);
+    w.resolve(r);
+  }
+
+  send(line: string): void {
+    this.proc.stdin.write(line);
+  }
+
+  flush(): void {
+    try {
+      const f = this.proc.stdin.flush();
+      if (f instanceof Promise) f.catch((e: unknown) => this.fail(new Error(`${this.setup.name}: write failed: ${String(e)}`)));
+    } catch (e) {
+      this.fail(new Error(`${this.setup.name}: write failed: ${String(e)}`));
+    }
+  }
+
+  /** Sends one request line and resolves with its response. Bounded by the phase (see `bounded`). */
+  call(id: number, line: string): Promise<Response> {
+    if (this.failure) return Promise.reject(this.failure);
+    const p = new Promise<Response>((resolve, reject) => this.waiting.set(id, { resolve, reject }));
+    this.send(line);
+    this.flush();
+    return p;
+  }
+
+  /** Closes stdin, waits (bounded) for a clean exit, then kills whatever is left of the groups. */
+  async close(): Promise<number | null> {
+    this.closing = true;
+    try {
+      await this.proc.stdin.end();
+    } catch {
+      // already closed
+    }
+    const code = await Promise.race([this.proc.exited, Bun.sleep(CLOSE_MS).then(() => null)]);
+    killGroup(this.pid);
+    if (this.serverPid !== null) killGroup(this.serverPid);
+    liveGroups.delete(this.pid);
+    if (this.serverPid !== null) liveGroups.delete(this.serverPid);
+    return code;
+  }
+
+  get stderr(): string {
+    return this.stderrTail;
+  }
+}
+
+function tailOf(parts: Uint8Array[], n: number): Uint8Array {
+  const last = parts[parts.length - 1]!;
+  if (last.length >= n || parts.length === 1) return last.subarray(Math.max(0, last.length - n));
+  return Buffer.concat(parts).subarray(-n);
+}
+
+function idFromTail(tail: Uint8Array): number | null {
+  const text = Buffer.from(tail.buffer, tail.byteOffset, tail.byteLength).toString("latin1");
+  const at = text.lastIndexOf(ID_MARK);
+  if (at < 0 || text[text.length - 1] !== "}") return null;
+  const id = Number(text.slice(at + ID_MARK.length, text.length - 1));
+  return Number.isInteger(id) ? id : null;
+}
+
+function preview(bytes: Uint8Array): string {
+  return JSON.stringify(Buffer.from(bytes.subarray(0, 200)).toString("utf8"));
+}
+
+/** Races `work` against the phase deadline and the peer's death; on timeout the peer is killed. */
+async function bounded<T>(peer: Peer, ms: number, what: string, work: Promise<T>): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const e = new Error(`${peer.setup.name}: ${what} did not finish within ${ms} ms`);
+      peer.fail(e);
+      killGroup(peer.pid);
+      reject(e);
+    }, ms);
+  });
+  try {
+    return await Promise.race([work, timeout, peer.broken]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Requests
+
+let nextId = 1;
+const request = (id: number, method: string, params: unknown) =>
+  `{"jsonrpc":"2.0","id":${id},"method":"${method}","params":${JSON.stringify(params)}}\n`;
+
+function echoLine(id: number, text: string): string {
+  return `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"echo","arguments":{"text":${JSON.stringify(text)}}}}\n`;
+}
+
+/** An echo text that makes the request line `bytes` long (for a 6-digit id). */
+function paddedText(bytes: number): string {
+  const overhead = echoLine(100_000, "").length;
+  return "a".repeat(Math.max(0, bytes - overhead));
+}
+
+async function start(setup: Setup, dir: string): Promise<Peer> {
+  const peer = new Peer(setup, dir);
+  try {
+    await bounded(peer, STARTUP_MS, "initialize", (async () => {
+      const init = await peer.call(nextId, request(nextId++, "initialize", {
+        protocolVersion: "2025-06-18",
+        capabilities: {},
+        clientInfo: { name: "vigil-bench", version: "1" },
+      }));
+      if (!init.ok) throw new Error(`${setup.name}: initialize failed: ${preview(init.small ?? new Uint8Array())}`);
+      peer.send('{"jsonrpc":"2.0","method":"notifications/initialized"}\n');
+      const list = await peer.call(nextId, request(nextId++, "tools/list", {}));
+      if (!list.ok) throw new Error(`${setup.name}: tools/list failed`);
+      // Sanity: one echo round trip returns exactly its text.
+      const id = nextId++;
+      const echo = await peer.call(id, echoLine(id, "héllo\n\"bench\""));
+      peer.toolCalls++;
+      const body = JSON.parse(Buffer.from(echo.small!).toString("utf8")) as { result?: { content?: { text?: string }[] } };
+      if (body.result?.content?.[0]?.text !== "héllo\n\"bench\"") throw new Error(`${setup.name}: echo returned ${preview(echo.small!)}`);
+    })());
+  } catch (e) {
+    await peer.close();
+    throw e;
+  }
+  if (setup.middle !== null) {
+    const children = childPids(peer.pid);
+    peer.serverPid = children[0] ?? null;
+    if (peer.serverPid !== null) liveGroups.add(peer.serverPid);
+  }
+  return peer;
+}
+
+/** Ends a peer and checks the middle process's verdict: clean exit, and every call on record. */
+async function finish(peer: Peer): Promise<void> {
+  const code = await peer.close();
+  if (code !== 0) throw new Error(`${peer.setup.name}: exited with ${code ?? "no status (killed)"}${peer.stderr ? `\n${peer.stderr}` : ""}`);
+  if (peer.setup.decisionLog) {
+    const path = peer.setup.decisionLog(peer.dir);
+    const lines = existsSync(path) ? readFileSync(path, "utf8").split("\n").filter(Boolean).length : 0;
+    if (lines !== peer.toolCalls) throw new Error(`${peer.setup.name}: decision log holds ${lines} records for ${peer.toolCalls} tools/call`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Phases
+
+interface LatencyResult {
+  p50: number;
+  p99: number;
+  mean: number;
+}
+interface ThroughputResult {
+  perSecond: number;
+}
+interface LargeResult {
+  mibPerSecond: number;
+  /** Middle process VmHWM (KiB) after initialize, after `checkpoint` calls and at the end. */
+  hwmStart: number | null;
+  hwmCheckpoint: number | null;
+  hwmEnd: number | null;
+  serverHwm: number | null;
+}
+
+function percentile(sorted: Float64Array, q: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
+}
+
+async function latencyPhase(peer: Peer, c: Config): Promise<LatencyResult> {
+  const samples = new Float64Array(c.latencyCalls);
+  const text = "hello, bench";
+  for (let i = 0; i < c.latencyWarmup + c.latencyCalls; i++) {
+    const id = nextId++;
+    const line = echoLine(id, text);
+    const t0 = performance.now();
+    const r = await peer.call(id, line);
+    const dt = performance.now() - t0;
+    peer.toolCalls++;
+    if (!r.ok) throw new Error(`${peer.setup.name}: echo ${id} failed: ${preview(r.small ?? new Uint8Array())}`);
+    if (i >= c.latencyWarmup) samples[i - c.latencyWarmup] = dt * 1000;
+  }
+  const mean = samples.reduce((a, b) => a + b, 0) / samples.length;
+  samples.sort();
+  return { p50: percentile(samples, 0.5), p99: percentile(samples, 0.99), mean };
+}
+
+/** `total` pipelined echo calls with at most `window` in flight; resolves with the elapsed ms. */
+function pipelined(peer: Peer, total: number, window: number, text: string): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    let sent = 0;
+    let received = 0;
+    const t0 = performance.now();
+    const refill = () => {
+      let wrote = false;
+      while (sent < total && sent - received < window) {
+        peer.send(echoLine(nextId++, text));
+        sent++;
+        wrote = true;
+      }
+      if (wrote) peer.flush();
+    };
+    peer.onResponse = (r) => {
+      if (!r.ok) {
+        reject(new Error(`${peer.setup.name}: pipelined echo ${r.id} failed: ${preview(r.small ?? new Uint8Array())}`));
+        return;
+      }
+      received++;
+    };
+    peer.afterChunk = () => {
+      if (received === total) {
+        peer.onResponse = null;
+        peer.afterChunk = null;
+        resolve(performance.now() - t0);
+        return;
+      }
+      refill();
+    };
+    refill();
+  });
+}
+
+async function throughputPhase(peer: Peer, c: Config): Promise<ThroughputResult> {
+  const text = paddedText(c.messageBytes);
+  await pipelined(peer, c.throughputWarmup, c.window, text);
+  peer.toolCalls += c.throughputWarmup;
+  const ms = await pipelined(peer, c.throughputCalls, c.window, text);
+  peer.toolCalls += c.throughputCalls;
+  return { perSecond: c.throughputCalls / (ms / 1000) };
+}
+
+async function largePhase(peer: Peer, c: Config): Promise<LargeResult> {
+  const blob = async () => {
+    const id = nextId++;
+    const r = await peer.call(id, request(id, "tools/call", { name: "blob", arguments: { bytes: c.blobBytes } }));
+    peer.toolCalls++;
+    if (!r.ok || r.length < c.blobBytes) throw new Error(`${peer.setup.name}: blob ${id} failed (${r.length} bytes): ${preview(r.small ?? new Uint8Array())}`);
+    return r.length;
+  };
+  for (let i = 0; i < c.blobWarmup; i++) await blob();
+  const mem = () => (peer.setup.middle === null ? null : (memoryKiB(peer.pid)?.hwm ?? null));
+  const hwmStart = mem();
+  let hwmCheckpoint: number | null = null;
+  let bytes = 0;
+  let elapsed = 0;
+  for (let i = 1; i <= c.blobCalls; i++) {
+    const t0 = performance.now();
+    bytes += await blob();
+    elapsed += performance.now() - t0;
+    if (i === c.blobCheckpoint) hwmCheckpoint = mem();
+  }
+  const serverPid = peer.setup.middle === null ? peer.pid : peer.serverPid;
+  return {
+    mibPerSecond: bytes / MiB / (elapsed / 1000),
+    hwmStart,
+    hwmCheckpoint,
+    hwmEnd: mem(),
+    serverHwm: serverPid === null ? null : (memoryKiB(serverPid)?.hwm ?? null),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statistics and reporting
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+const spread = (xs: number[], digits = 0): string =>
+  xs.length < 2 ? "" : ` (${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)})`;
+
+type Rows = string[][];
+
+function renderText(headers: string[], rows: Rows): string {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const fmt = (cells: string[]) => cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join("  ");
+  return [fmt(headers), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(fmt)].join("\n");
+}
+
+function renderMarkdown(headers: string[], rows: Rows): string {
+  const line = (cells: string[]) => `| ${cells.join(" | ")} |`;
+  return [line(headers), line(headers.map((_, i) => (i === 0 ? "---" : "---:"))), ...rows.map(line)].join("\n");
+}
+
+interface Table {
+  title: string;
+  headers: string[];
+  rows: Rows;
+}
+
+interface Target {
+  name: string;
+  measured: string;
+  met: boolean | null;
+}
+
+interface Collected {
+  latency: Map<SetupName, LatencyResult[]>;
+  throughput: Map<SetupName, ThroughputResult[]>;
+  large: Map<SetupName, LargeResult[]>;
+}
+
+const BASE: Partial<Record<SetupName, SetupName>> = { relay: "direct", wrap: "relay", "wrap+policy": "relay", "wrap-nolog": "relay" };
+const kib = (v: number | null) => (v === null || Number.isNaN(v) ? "—" : (v / 1024).toFixed(1));
+
+function report(c: Config, got: Collected): { tables: Table[]; targets: Target[] } {
+  const tables: Table[] = [];
+  const targets: Target[] = [];
+  const rounds = (name: SetupName, m: Map<SetupName, unknown[]>) => m.get(name)?.length ?? 0;
+  const perRound = <R>(m: Map<SetupName, R[]>, a: SetupName, b: SetupName, f: (x: R, y: R) => number): number[] => {
+    const xs = m.get(a) ?? [];
+    const ys = m.get(b) ?? [];
+    return xs.slice(0, ys.length).map((x, i) => f(x, ys[i]!));
+  };
+
+  if (got.latency.size > 0) {
+    const rows: Rows = [];
+    for (const name of c.setups) {
+      const rs = got.latency.get(name);
+      if (!rs?.length) continue;
+      const base = BASE[name];
+      const has = base !== undefined && rounds(base, got.latency) > 0;
+      const add50 = has ? perRound(got.latency, name, base, (x, y) => x.p50 - y.p50) : [];
+      const add99 = has ? perRound(got.latency, name, base, (x, y) => x.p99 - y.p99) : [];
+      rows.push([
+        name,
+        median(rs.map((r) => r.p50)).toFixed(1) + spread(rs.map((r) => r.p50)),
+        median(rs.map((r) => r.p99)).toFixed(1) + spread(rs.map((r) => r.p99)),
+        median(rs.map((r) => r.mean)).toFixed(1),
+        has ? `${signed(median(add50))}${spread(add50)}` : "—",
+        has ? signed(median(add99)) : "—",
+        has ? base : "",
+      ]);
+      if (name === "wrap" && has && base === "relay") {
+        const v = median(add50);
+        targets.push({ name: "added p50 latency of wrap (decision log) over the relay ≤ 50 µs", measured: `${signed(v)} µs`, met: v <= 50 });
+      }
+    }
+    tables.push({
+      title: `Latency: sequential tools/call echo round trips, ${c.latencyCalls} calls after ${c.latencyWarmup} warm-up (µs; median of rounds, range in parentheses)`,
+      headers: ["setup", "p50", "p99", "mean", "added p50", "added p99", "over"],
+      rows,
+    });
+  }
+
+  if (got.throughput.size > 0) {
+    const rows: Rows = [];
+    for (const name of c.setups) {
+      const rs = got.throughput.get(name);
+      if (!rs?.length) continue;
+      const hasRelay = name !== "relay" && name !== "direct" && rounds("relay", got.throughput) > 0;
+      const ratio = hasRelay ? perRound(got.throughput, name, "relay", (x, y) => x.perSecond / y.perSecond) : [];
+      rows.push([
+        name,
+        Math.round(median(rs.map((r) => r.perSecond))).toString() + spread(rs.map((r) => r.perSecond)),
+        ((median(rs.map((r) => r.perSecond)) * c.messageBytes) / MiB).toFixed(1),
+        hasRelay ? `${pct(median(ratio))}${ratio.length > 1 ? ` (${pct(Math.min(...ratio))}–${pct(Math.max(...ratio))})` : ""}` : "—",
+      ]);
+      if (name === "wrap" && hasRelay) {
+        const v = median(ratio);
+        targets.push({ name: "throughput of 1 KiB messages, wrap ≥ 70 % of the relay", measured: pct(v), met: v >= 0.7 });
+      }
+    }
+    tables.push({
+      title: `Throughput: ${c.throughputCalls} pipelined 1 KiB tools/call echo, window ${c.window}, after ${c.throughputWarmup} warm-up`,
+      headers: ["setup", "msg/s", "MiB/s (requests)", "vs relay"],
+      rows,
+    });
+  }
+
+  if (got.large.size > 0) {
+    const rows: Rows = [];
+    for (const name of c.setups) {
+      const rs = got.large.get(name);
+      if (!rs?.length) continue;
+      const hasRelay = name !== "relay" && name !== "direct" && rounds("relay", got.large) > 0;
+      const ratio = hasRelay ? perRound(got.large, name, "relay", (x, y) => x.mibPerSecond / y.mibPerSecond) : [];
+      const mid = (f: (r: LargeResult) => number | null) => {
+        const xs = rs.map(f).filter((v): v is number => v !== null && !Number.isNaN(v));
+        return xs.length ? median(xs) : null;
+      };
+      const growth = rs.map((r) => (r.hwmEnd ?? NaN) - (r.hwmCheckpoint ?? NaN)).filter((v) => !Number.isNaN(v));
+      rows.push([
+        name,
+        median(rs.map((r) => r.mibPerSecond)).toFixed(0) + spread(rs.map((r) => r.mibPerSecond)),
+        hasRelay ? pct(median(ratio)) : "—",
+        kib(mid((r) => r.hwmStart)),
+        kib(mid((r) => r.hwmCheckpoint)),
+        kib(mid((r) => r.hwmEnd)),
+        growth.length ? `${signed(Math.max(...growth) / 1024, 1)}` : "—",
+        kib(mid((r) => r.serverHwm)),
+      ]);
+      if (name === "wrap" && hasRelay) {
+        const v = median(ratio);
+        targets.push({ name: "8 MiB results, wrap ≥ 70 % of the relay's MiB/s", measured: pct(v), met: v >= 0.7 });
+        if (growth.length) {
+          const worst = Math.max(...growth) / 1024;
+          const limit = c.blobBytes / MiB;
+          targets.push({
+            name: `flat memory: wrap's VmHWM grows by less than one message (${limit} MiB) from call ${c.blobCheckpoint} to call ${c.blobCalls}`,
+            measured: `${signed(worst, 1)} MiB (worst round); peak ${kib(mid((r) => r.hwmEnd))} MiB`,
+            met: worst < limit,
+          });
+        }
+      }
+    }
+    tables.push({
+      title: `Large results: ${c.blobCalls} sequential tools/call blob of ${c.blobBytes / MiB} MiB after ${c.blobWarmup} warm-up; VmHWM of the middle process (MiB)`,
+      headers: ["setup", "MiB/s", "vs relay", "HWM start", `HWM @${c.blobCheckpoint}`, `HWM @${c.blobCalls}`, "growth (worst)", "server HWM"],
+      rows,
+    });
+  }
+  return { tables, targets };
+}
+
+const signed = (v: number, digits = 1) => `${v >= 0 ? "+" : ""}${v.toFixed(digits)}`;
+const pct = (v: number) => `${(v * 100).toFixed(0)} %`;
+
+function machine(): { nproc: number; cpu: string; bun: string; kernel: string; vigil: string } {
+  let cpu = "unknown";
+  try {
+    cpu = /^model name\s*:\s*(.*)$/m.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1]?.trim() ?? cpu;
+  } catch {
+    // no /proc/cpuinfo
+  }
+  const v = Bun.spawnSync([VIGIL, "--version"], { stderr: "ignore", timeout: 5000 });
+  return {
+    nproc: availableParallelism(),
+    cpu,
+    bun: Bun.version,
+    kernel: release(),
+    vigil: v.exitCode === 0 ? v.stdout.toString().trim() : "unknown",
+  };
+}
+
+function markdownSection(c: Config, date: string, tables: Table[], targets: Target[], seconds: number): string {
+  const m = machine();
+  const lines = [
+    `<!-- bench:wrap ${date} start (generated by bun bench/wrap/run.ts --write; replaced on the next run that day) -->`,
+    `## ${date} — vigil wrap`,
+    "",
+    `Machine: ${m.nproc} CPUs (nproc), ${m.cpu}, Linux ${m.kernel}, Bun ${m.bun}, vigil ${m.vigil} (dist/vigil).`,
+    `Run: \`bun bench/wrap/run.ts --write\`, ${c.rounds} rounds, setups interleaved with rotating order, median round reported; ${seconds.toFixed(0)} s.`,
+    "",
+    "Setups: `direct` = client spawns `bun bench/wrap/server.ts`; `relay` = `bun bench/wrap/relay.ts -- …` (byte relay, the floor);",
+    "`wrap` = `dist/vigil wrap --allow-all --event-source vigil://bench/x --decision-log D --decision-log-new -- …`;",
+    "`wrap+policy` = `dist/vigil wrap --policy bench/wrap/policy.yaml --capture-dir DIR --event-source … -- …` (decision log, receipts with request/response SHA-256, context/stop records, manifest).",
+    ...(c.setups.includes("wrap-nolog") ? ["`wrap-nolog` = `dist/vigil wrap --allow-all -- …` (no evidence output; experiment)."] : []),
+    "",
+  ];
+  for (const t of tables) lines.push(`**${t.title}**`, "", renderMarkdown(t.headers, t.rows), "");
+  lines.push("**Targets (wrap.md §11)**", "", renderMarkdown(["target", "measured", "result"], targets.map((t) => [t.name, t.measured, verdict(t.met)])), "");
+  lines.push(`<!-- bench:wrap ${date} end -->`);
+  return lines.join("\n");
+}
+
+const verdict = (met: boolean | null) => (met === null ? "n/a" : met ? "met" : "**missed**");
+
+function writeResults(section: string, date: string): void {
+  const startMark = `<!-- bench:wrap ${date} start`;
+  const endMark = `<!-- bench:wrap ${date} end -->`;
+  let text = existsSync(RESULTS)
+    ? readFileSync(RESULTS, "utf8")
+    : "# Benchmark results\n\nWritten by the harnesses in `bench/` (see bench/README.md). Newest section first; each dated section is replaced when the harness is re-run with `--write` on the same day.\n\n";
+  const a = text.indexOf(startMark);
+  const b = text.indexOf(endMark);
+  if (a >= 0 && b > a) text = text.slice(0, a) + section + text.slice(b + endMark.length);
+  else {
+    // Newest first: insert before the first dated section (or at the end).
+    const first = text.indexOf("<!-- bench:wrap ");
+    text = first >= 0 ? `${text.slice(0, first)}${section}\n\n${text.slice(first)}` : `${text.replace(/\n*$/, "\n\n")}${section}\n`;
+  }
+  writeFileSync(RESULTS, text);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Main
+
+async function runOne(setup: Setup, phase: PhaseName, c: Config, got: Collected): Promise<void> {
+  const dir = mkdtempSync(join(tempRoot!, `${setup.name.replace(/\W/g, "_")}-${phase}-`));
+  const peer = await start(setup, dir);
+  try {
+    if (phase === "latency") {
+      const r = await bounded(peer, PHASE_MS, phase, latencyPhase(peer, c));
+      got.latency.get(setup.name)!.push(r);
+    } else if (phase === "throughput") {
+      const r = await bounded(peer, PHASE_MS, phase, throughputPhase(peer, c));
+      got.throughput.get(setup.name)!.push(r);
+    } else {
+      const r = await bounded(peer, PHASE_MS, phase, largePhase(peer, c));
+      got.large.get(setup.name)!.push(r);
+    }
+  } catch (e) {
+    await peer.close();
+    throw e;
+  }
+  await finish(peer);
+  rmSync(dir, { recursive: true, force: true });
+}
+
+function progress(setup: SetupName, phase: PhaseName, got: Collected): string {
+  if (phase === "latency") {
+    const r = got.latency.get(setup)!.at(-1)!;
+    return `p50 ${r.p50.toFixed(1)} µs, p99 ${r.p99.toFixed(1)} µs`;
+  }
+  if (phase === "throughput") return `${Math.round(got.throughput.get(setup)!.at(-1)!.perSecond)} msg/s`;
+  const r = got.large.get(setup)!.at(-1)!;
+  return `${r.mibPerSecond.toFixed(0)} MiB/s, HWM ${kib(r.hwmStart)} → ${kib(r.hwmCheckpoint)} → ${kib(r.hwmEnd)} MiB`;
+}
+
+async function main(): Promise<number> {
+  const c = parseArgs(process.argv.slice(2));
+  if (c.setups.some((s) => SETUPS[s].middle === "vigil") && !existsSync(VIGIL)) {
+    process.stderr.write("bench: dist/vigil is missing; build it first (make build, or bun scripts/build.ts --host)\n");
+    return 2;
+  }
+  const deadline = setTimeout(() => {
+    process.stderr.write(`bench: the run did not finish within ${DEADLINE_MS / 1000} s; stopping\n`);
+    process.exit(1);
+  }, DEADLINE_MS);
+  tempRoot = mkdtempSync(join(tmpdir(), "vigil-bench-"));
+  const began = performance.now();
+  const got: Collected = { latency: new Map(), throughput: new Map(), large: new Map() };
+  for (const s of c.setups) for (const m of [got.latency, got.throughput, got.large]) m.set(s, []);
+
+  for (let round = 0; round < c.rounds; round++) {
+    for (const phase of c.phases) {
+      const order = c.setups.map((_, i) => c.setups[(i + round) % c.setups.length]!);
+      for (const name of order) {
+        await runOne(SETUPS[name], phase, c, got);
+        process.stderr.write(`  round ${round + 1}/${c.rounds}  ${phase.padEnd(10)} ${name.padEnd(12)} ${progress(name, phase, got)}\n`);
+      }
+    }
+  }
+  const seconds = (performance.now() - began) / 1000;
+  clearTimeout(deadline);
+
+  const { tables, targets } = report(c, got);
+  const m = machine();
+  const out: string[] = [
+    "",
+    `vigil wrap bench — ${m.nproc} CPUs, ${m.cpu}, Bun ${m.bun}, vigil ${m.vigil}; ${c.rounds} round(s), ${seconds.toFixed(0)} s`,
+    "",
+  ];
+  for (const t of tables) out.push(t.title, renderText(t.headers, t.rows), "");
+  if (targets.length) out.push("Targets (wrap.md §11)", renderText(["target", "measured", "result"], targets.map((t) => [t.name, t.measured, verdict(t.met).replace(/\*/g, "")])), "");
+  process.stdout.write(`${out.join("\n")}\n`);
+
+  if (c.write) {
+    const date = new Date().toISOString().slice(0, 10);
+    writeResults(markdownSection(c, date, tables, targets, seconds), date);
+    process.stdout.write(`written: ${RESULTS} (section ${date})\n`);
+  }
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (e: unknown) => {
+    process.stderr.write(`bench: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,26 @@
+/** What the pure verifier gets: each capture file's bytes, or its size+hash, or why it could not be read. */
+import { CAPTURE_FILES } from "../evidence/format.ts";
+
+export type FileState =
+  | { kind: "read"; bytes: Uint8Array; sha256: string }
+  | { kind: "hashed"; bytes: number; sha256: string }
+  | { kind: "problem"; problem: "missing" | "not_regular" | "too_large" | "unreadable"; message: string };
+
+export type CaptureFileName = (typeof CAPTURE_FILES)[keyof typeof CAPTURE_FILES];
+
+export interface CaptureInput {
+  files: Record<CaptureFileName, FileState>;
+  /** Names of other entries found in the directory (not part of the format). */
+  strayEntries: string[];
+}
+
+/** Bounds checked before any JSON is materialized (verify.md). */
+export const BOUNDS = {
+  companionBytes: 64 * 1024,
+  decisionBytes: 8 * 1024 * 1024,
+  decisionLines: 10_000,
+  receiptBytes: 8 * 1024 * 1024,
+  receiptLines: 100_000,
+  /** server-stderr.log is only hashed (streamed), never parsed. */
+  stderrBytes: 1024 * 1024 * 1024,
+} as const;

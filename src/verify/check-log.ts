@@ -1,0 +1,87 @@
+/**
+ * Accounting of one NDJSON evidence log against what the stop record says was written: count of
+ * complete lines, SHA-256 of exactly those bytes, one record per line of this session with `seq`
+ * contiguous from 0, and a partial tail only where loss was recorded.
+ */
+import * as v from "valibot";
+import { sha256Hex } from "../shared/digest.ts";
+import { type Finding, type FindingCode, unknownFinding } from "./findings.ts";
+import { firstIssue } from "./schemas.ts";
+import { parseRecord, splitNdjson } from "./strict-records.ts";
+
+export interface LogExpectation {
+  file: string;
+  bytes: Uint8Array;
+  maxLines: number;
+  written: number;
+  prefixSha256: string;
+  tailAllowed: boolean;
+  schema: v.GenericSchema;
+  type: string;
+  source: string;
+  sessionId: string;
+  idFor: (seq: number) => string;
+  codes: {
+    count: FindingCode;
+    digest: FindingCode;
+    record: FindingCode;
+    seq: FindingCode;
+    session: FindingCode;
+    tail: FindingCode;
+  };
+}
+
+export interface LogResult {
+  findings: Finding[];
+  /** Complete lines that passed every per-record check. */
+  verified: number;
+}
+
+/** Per-record findings stop after this many, so a hostile log cannot flood the report. */
+const MAX_RECORD_FINDINGS = 10;
+
+export function checkLog(x: LogExpectation): LogResult {
+  const findings: Finding[] = [];
+  const split = splitNdjson(x.bytes, x.maxLines);
+  if (split === null) {
+    return { findings: [unknownFinding("too_many_lines", x.file, `more than ${x.maxLines} lines`)], verified: 0 };
+  }
+  if (split.lines.length !== x.written) {
+    findings.push(unknownFinding(x.codes.count, x.file, `${split.lines.length} complete lines but session-stop says ${x.written} written`));
+  }
+  if (sha256Hex(split.completeBytes) !== x.prefixSha256) {
+    findings.push(unknownFinding(x.codes.digest, x.file, "SHA-256 of the complete lines differs from the recorded prefix digest"));
+  }
+  if (split.tail.length > 0 && !x.tailAllowed) {
+    findings.push(unknownFinding(x.codes.tail, x.file, `${split.tail.length} bytes after the last newline, but no loss was recorded`));
+  }
+  let verified = 0;
+  let recordFindings = 0;
+  const report = (code: FindingCode, message: string) => {
+    if (recordFindings++ < MAX_RECORD_FINDINGS) findings.push(unknownFinding(code, x.file, message));
+  };
+  split.lines.forEach((line, i) => {
+    const where = `line ${i + 1}: `;
+    const parsed = parseRecord(line, x.file, where);
+    if (!parsed.ok) {
+      report(parsed.finding.code, parsed.finding.message);
+      return;
+    }
+    const r = v.safeParse(x.schema, parsed.value);
+    if (!r.success) {
+      report(x.codes.record, `${where}${firstIssue(r.issues)}`);
+      return;
+    }
+    const rec = r.output as { specversion: string; type: string; source: string; id: string; data: { session_id: string; seq: number } };
+    if (rec.specversion !== "1.0" || rec.type !== x.type) return report(x.codes.record, `${where}not a ${x.type} event`);
+    if (rec.source !== x.source) return report(x.codes.record, `${where}source differs from the session's`);
+    if (rec.data.session_id !== x.sessionId) return report(x.codes.session, `${where}belongs to another session`);
+    if (rec.data.seq !== i) return report(x.codes.seq, `${where}seq ${rec.data.seq}, expected ${i}`);
+    if (rec.id !== x.idFor(i)) return report(x.codes.record, `${where}id ${JSON.stringify(rec.id)} does not match its session and seq`);
+    verified++;
+  });
+  if (recordFindings > MAX_RECORD_FINDINGS) {
+    findings.push(unknownFinding(x.codes.record, x.file, `${recordFindings - MAX_RECORD_FINDINGS} more record problems not listed`));
+  }
+  return { findings, verified };
+}
