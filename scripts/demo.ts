@@ -233,12 +233,19 @@ async function main(): Promise<void> {
     console.log("\nvigil's stderr (includes the server's, teed to server-stderr.log):");
     for (const line of transport.stderr.trimEnd().split("\n")) console.log(`  | ${line}`);
   }
+  if (existsSync(captureDir)) {
+    // The auditor's view: verify reads the capture offline and says whether its ending is recorded.
+    console.log(`\nvigil verify ${captureDir}:`);
+    const verify = Bun.spawnSync([VIGIL, "verify", captureDir], { stdout: "pipe", stderr: "pipe" });
+    for (const line of verify.stdout.toString().trimEnd().split("\n")) console.log(`  | ${line}`);
+    expectThat(verify.exitCode === 0, "verify says closed (exit 0)");
+  }
   if (problems.length > 0) {
     console.log(`\ndemo: ${problems.length} unexpected:`);
     for (const p of problems) console.log(`  - ${p}`);
     process.exit(1);
   }
-  console.log(`\ndemo: all as expected. Check the capture offline with: dist/vigil verify ${captureDir}`);
+  console.log(`\ndemo: all as expected. The capture stays in ${captureDir}`);
 }
 
 await main();

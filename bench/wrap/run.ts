@@ -15,8 +15,10 @@
  *
  *   --write    add or replace today's section in bench/RESULTS.md
  *   --quick    one short round (smoke test; never written)
- *   --setups   any of direct,relay,wrap,wrap+policy,wrap-nolog (default: the first four)
+ *   --setups   any of direct,relay,wrap,wrap+policy,wrap-nolog,wrap-src (default: the first four)
  *              wrap-nolog   = wrap --allow-all without any evidence output (experiment)
+ *              wrap-src     = wrap run from source (bun src/cli.ts wrap …), same flags as wrap
+ *   --profile DIR   wrap-src writes a Bun CPU profile (markdown) per run into DIR
  *   --phases   any of latency,throughput,large (default: all)
  *
  * Every wait is bounded, every spawned process group is killed on every way out, and the whole run
@@ -42,6 +44,9 @@ const CLOSE_MS = 6_000;
 
 const MiB = 1024 * 1024;
 
+/** --profile DIR: `wrap-src` writes a CPU profile (markdown) per spawned vigil into DIR. */
+let profileDir: string | null = null;
+
 // ---------------------------------------------------------------------------------------------
 // Options
 
@@ -63,7 +68,7 @@ interface Config {
   blobCheckpoint: number;
 }
 
-const SETUP_NAMES = ["direct", "relay", "wrap", "wrap+policy", "wrap-nolog"] as const;
+const SETUP_NAMES = ["direct", "relay", "wrap", "wrap+policy", "wrap-nolog", "wrap-src"] as const;
 type SetupName = (typeof SETUP_NAMES)[number];
 const PHASE_NAMES = ["latency", "throughput", "large"] as const;
 type PhaseName = (typeof PHASE_NAMES)[number];
@@ -101,6 +106,11 @@ function parseArgs(argv: string[]): Config {
       if (!Number.isInteger(c.rounds) || c.rounds < 1 || c.rounds > 9) usage("--rounds: an integer from 1 to 9");
     } else if (a === "--setups") c.setups = list(argv[++i], SETUP_NAMES, "--setups");
     else if (a === "--phases") c.phases = list(argv[++i], PHASE_NAMES, "--phases");
+    else if (a === "--profile") {
+      const dir = argv[++i];
+      if (!dir) usage("--profile needs a directory");
+      profileDir = resolve(dir);
+    }
     else if (a === "--help" || a === "-h") usage(null);
     else usage(`unknown argument ${a}`);
   }
@@ -112,7 +122,9 @@ function parseArgs(argv: string[]): Config {
 }
 
 function usage(error: string | null): never {
-  const text = "usage: bun bench/wrap/run.ts [--write] [--rounds N] [--quick] [--setups direct,relay,wrap,wrap+policy,wrap-nolog] [--phases latency,throughput,large]\n";
+  const text =
+    "usage: bun bench/wrap/run.ts [--write] [--rounds N] [--quick] [--setups direct,relay,wrap,wrap+policy,wrap-nolog,wrap-src]\n" +
+    "                             [--phases latency,throughput,large] [--profile DIR]\n";
   if (error) process.stderr.write(`bench: ${error}\n`);
   process.stderr.write(text);
   process.exit(error ? 2 : 0);
@@ -227,7 +239,18 @@ const SETUPS: Record<SetupName, Setup> = {
     decisionLog: (dir) => join(dir, "capture", "decisions.ndjson"),
   },
   "wrap-nolog": { name: "wrap-nolog", middle: "vigil", argv: () => [VIGIL, "wrap", "--allow-all", "--", BUN, SERVER] },
+  // The same as `wrap`, run from source (for --profile, which needs Bun's own flags).
+  "wrap-src": {
+    name: "wrap-src",
+    middle: "vigil",
+    argv: (dir) => [
+      BUN, ...(profileDir ? ["--cpu-prof-md", `--cpu-prof-dir=${profileDir}`] : []), join(ROOT, "src/cli.ts"), "wrap", "--allow-all",
+      "--event-source", "vigil://bench/x", "--decision-log", join(dir, "d.ndjson"), "--decision-log-new", "--", BUN, SERVER,
+    ],
+    decisionLog: (dir) => join(dir, "d.ndjson"),
+  },
 };
+
 
 // ---------------------------------------------------------------------------------------------
 // The client side of one spawned setup
@@ -664,7 +687,7 @@ interface Collected {
   large: Map<SetupName, LargeResult[]>;
 }
 
-const BASE: Partial<Record<SetupName, SetupName>> = { relay: "direct", wrap: "relay", "wrap+policy": "relay", "wrap-nolog": "relay" };
+const BASE: Partial<Record<SetupName, SetupName>> = { relay: "direct", wrap: "relay", "wrap+policy": "relay", "wrap-nolog": "relay", "wrap-src": "relay" };
 const kib = (v: number | null) => (v === null || Number.isNaN(v) ? "—" : (v / 1024).toFixed(1));
 
 function report(c: Config, got: Collected): { tables: Table[]; targets: Target[] } {

@@ -4,8 +4,10 @@
  * and the session goes on; server stdout pollution and over-cap messages never corrupt the client's
  * stream.
  */
-import { afterEach, describe, expect, test } from "bun:test";
-import { type WrapSession, disposeWrapSessions, startWrap } from "../helpers/wrap.ts";
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { type TmpDir, fixtureArgv, tmpDir } from "../helpers/fixture.ts";
+import { EVENT_SOURCE, type WrapSession, disposeWrapSessions, runVigil, startWrap, writePolicy } from "../helpers/wrap.ts";
 
 afterEach(disposeWrapSessions);
 
@@ -164,5 +166,92 @@ describe("server stdout pollution", () => {
     expect((await s.finish()).code).toBe(0);
     expect(s.capture().stop.data.counts).toMatchObject({ server_garbage_lines: 4, server_messages: 4 });
     expect(s.client.stderrText()).toContain("fixture log: starting");
+  });
+});
+
+describe("flag validation: exit 2, one line, nothing spawned", () => {
+  let tmp: TmpDir;
+  beforeEach(() => {
+    tmp = tmpDir("vigil-e2e-flags");
+  });
+  afterEach(() => tmp.cleanup());
+
+  /** Runs `vigil wrap ARGS -- fixture`; the fixture would create its record file if it were spawned. */
+  async function refused(args: string[], command?: string[]): Promise<string> {
+    const record = tmp.file("record.txt");
+    const run = await runVigil(["wrap", ...args, "--", ...(command ?? fixtureArgv({ FIXTURE_RECORD: record }))]);
+    expect({ args, code: run.code }).toEqual({ args, code: 2 });
+    expect(existsSync(record)).toBe(false);
+    expect(run.stdout).toBe("");
+    const lines = run.stderr.split("\n").filter((l) => l !== "" && !l.startsWith("vigil: hint:"));
+    expect({ args, lines: lines.length }).toEqual({ args, lines: 1 });
+    expect(lines[0]).toStartWith("vigil: ");
+    return lines[0]!;
+  }
+
+  const ES = ["--event-source", EVENT_SOURCE];
+
+  test("policy selection", async () => {
+    await refused([]);
+    await refused(["--policy", writePolicy(tmp.path, { version: 1, tools: { allow: ["*"] } }), "--allow-all"]);
+    const typo = writePolicy(tmp.path, "version: 1\ntools:\n  allow: ['*']\n  hide_denid: true\n", "typo.yaml");
+    expect(await refused(["--policy", typo])).toContain("hide_denid");
+    expect(await refused(["--policy", writePolicy(tmp.path, { version: 1, tools: { allow: ["*"] }, extra: 1 })])).toContain("extra");
+    await refused(["--policy", tmp.file("missing.yaml")]);
+  });
+
+  test("event source", async () => {
+    await refused(["--allow-all", "--capture-dir", tmp.file("cap")]);
+    await refused(["--allow-all", "--decision-log", tmp.file("d.ndjson")]);
+    for (const bad of ["not-a-uri", "vigil://a b", "1vigil://x", "vigil:/x"]) {
+      await refused(["--allow-all", "--capture-dir", tmp.file("cap"), "--event-source", bad]);
+    }
+    expect(existsSync(tmp.file("cap"))).toBe(false);
+  });
+
+  test("output combinations", async () => {
+    const f = (name: string) => tmp.file(name);
+    await refused(["--allow-all", ...ES, "--decision-log", f("d"), "--session-stop-out", f("s")]);
+    await refused(["--allow-all", ...ES, "--capture-dir", f("cap"), "--session-stop-out", f("s")]);
+    await refused(["--allow-all", ...ES, "--capture-dir", f("cap"), "--decision-log", f("d")]);
+    await refused(["--allow-all", ...ES, "--session-context-out", f("same"), "--session-stop-out", f("same")]);
+    mkdirSync(f("real"));
+    symlinkSync(f("real"), f("link"));
+    await refused(["--allow-all", ...ES, "--session-context-out", f("real/x"), "--session-stop-out", f("link/x")]);
+    await refused(["--allow-all", ...ES, "--receipts-out", f("r"), "--decision-log", f("r"), "--decision-log-new"]);
+    for (const name of ["d", "s", "r", "cap", "same", "real/x"]) expect(existsSync(f(name))).toBe(false);
+  });
+
+  test("existing files and directories", async () => {
+    const f = (name: string) => tmp.file(name);
+    writeFileSync(f("old.json"), "earlier evidence\n");
+    await refused(["--allow-all", ...ES, "--session-stop-out", f("old.json")]);
+    await refused(["--allow-all", ...ES, "--decision-log", f("old.json"), "--decision-log-new"]);
+    expect(readFileSync(f("old.json"), "utf8")).toBe("earlier evidence\n");
+    mkdirSync(f("full"));
+    writeFileSync(f("full/keep"), "x");
+    await refused(["--allow-all", ...ES, "--capture-dir", f("full")]);
+    expect(readdirSync(f("full"))).toEqual(["keep"]);
+    await refused(["--allow-all", ...ES, "--session-stop-out", f("no/such/dir/stop.json")]);
+    await refused(["--allow-all", ...ES, "--capture-dir", f("no/such/cap")]);
+    expect(existsSync(f("no"))).toBe(false);
+  });
+
+  test("unknown flags and bad values", async () => {
+    await refused(["--allow-all", "--no-such-flag"]);
+    await refused(["--allow-all", "--max-message-bytes", "lots"]);
+    await refused(["--allow-all", "--shutdown-grace-ms", "-1"]);
+    await refused(["--allow-all", "--on-evidence-failure", "ignore"]);
+  });
+
+  test("a command that does not exist: exit 2, no capture dir, no evidence file", async () => {
+    const missing = [tmp.file("no-such-server")];
+    expect(await refused(["--allow-all", ...ES, "--capture-dir", tmp.file("cap")], missing)).toContain("no-such-server");
+    expect(existsSync(tmp.file("cap"))).toBe(false);
+    await refused(["--allow-all", ...ES, "--decision-log", tmp.file("d"), "--decision-log-new", "--session-stop-out", tmp.file("s")], missing);
+    expect(readdirSync(tmp.path)).toEqual([]);
+    writeFileSync(tmp.file("not-executable"), "#!/bin/sh\n", { mode: 0o644 });
+    await refused(["--allow-all", ...ES, "--capture-dir", tmp.file("cap")], [tmp.file("not-executable")]);
+    expect(existsSync(tmp.file("cap"))).toBe(false);
   });
 });

@@ -7,7 +7,17 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { type FixtureEnv, isProcessAlive, procStat, tmpDir } from "../helpers/fixture.ts";
-import { CAPTURE, EVENT_SOURCE, VIGIL_BIN, type WrapSession, completeLines, disposeWrapSessions, sha256Hex, startWrap } from "../helpers/wrap.ts";
+import {
+  CAPTURE,
+  EVENT_SOURCE,
+  VIGIL_BIN,
+  type WrapSession,
+  completeLines,
+  disposeWrapSessions,
+  readJson,
+  sha256Hex,
+  startWrap,
+} from "../helpers/wrap.ts";
 
 afterEach(disposeWrapSessions);
 
@@ -121,16 +131,53 @@ describe("stop record and exit status", () => {
     expectCompleteLog(s);
   });
 
-  test("vigil receives SIGTERM: proxy_signaled, vigil exits 143, server gone", async () => {
-    const s = startWrap();
+  for (const [signal, signo] of [["SIGTERM", 15], ["SIGINT", 2], ["SIGHUP", 1]] as const) {
+    test(`vigil receives ${signal}: proxy_signaled, vigil exits ${128 + signo}, server gone`, async () => {
+      const s = startWrap();
+      await openSession(s);
+      const pid = await s.serverPid();
+      process.kill(s.client.pid, signal); // vigil only, not its group
+      expect((await s.client.exited(15_000)).code).toBe(128 + signo);
+      expect(isProcessAlive(pid)).toBe(false);
+      const stop = s.capture().stop.data;
+      expect(stop).toMatchObject({ session_end: "proxy_signaled", kill_requested: true });
+      // `signal` describes the server, which got SIGTERM from vigil.
+      if (stop.termination === "signaled") expect(stop.signal).toBe(15);
+      else expect(stop.termination).toBe("exited");
+      expectCompleteLog(s);
+    });
+  }
+
+  test("client EOF with a call in flight: its response is still relayed, then the server's exit code", async () => {
+    const s = startWrap({ fixture: { FIXTURE_EXIT_ON_EOF_CODE: 4 } });
+    await s.initialize();
+    s.client.send({ jsonrpc: "2.0", id: "slow-eof", method: "tools/call", params: { name: "slow", arguments: { ms: 50 } } });
+    await s.client.waitForStderr("fixture-server ready", 10_000);
+    s.client.closeStdin();
+    expect(JSON.parse((await s.client.next(10_000))!)).toMatchObject({ id: "slow-eof", result: { content: [{ text: "slept 50 ms" }] } });
+    expect(await s.client.next(10_000)).toBeNull();
+    expect((await s.client.exited(15_000)).code).toBe(4);
+    expect(s.capture().stop.data).toMatchObject({ session_end: "client_closed", termination: "exited", exit_code: 4, kill_requested: false });
+    const receipt = s.capture().receipts.find((r) => r.data.request_id === "slow-eof");
+    expect(receipt.data).toMatchObject({ method: "tools/call", tool: "slow", outcome: "response" });
+  });
+
+  test("a stop record without a decision log: accounting is absent/null, no context link", async () => {
+    const tmp = tmpDir("vigil-e2e");
+    const stopFile = tmp.file("stop.json");
+    const s = startWrap({ capture: false, flags: ["--allow-all", "--event-source", EVENT_SOURCE, "--session-stop-out", stopFile] }, tmp);
     await openSession(s);
-    const pid = await s.serverPid();
-    process.kill(s.client.pid, "SIGTERM"); // vigil only, not its group
-    expect((await s.client.exited(15_000)).code).toBe(143);
-    expect(isProcessAlive(pid)).toBe(false);
-    expect(s.capture().stop.data).toMatchObject({ session_end: "proxy_signaled", kill_requested: true });
-    expect(["exited", "signaled"]).toContain(s.capture().stop.data.termination);
-    expectCompleteLog(s);
+    expect((await s.finish()).code).toBe(0);
+    expect(statSync(stopFile).mode & 0o777).toBe(0o600);
+    expect(readJson(stopFile).data).toMatchObject({
+      session_end: "client_closed",
+      session_context_id: null,
+      decision_log: "absent",
+      decision_events_written: null,
+      decision_events_dropped: null,
+      decision_prefix_sha256: null,
+      receipts: null,
+    });
   });
 });
 
