@@ -18,7 +18,9 @@
  *   --setups   any of direct,relay,wrap,wrap+policy,wrap-nolog,wrap-src (default: the first four)
  *              wrap-nolog   = wrap --allow-all without any evidence output (experiment)
  *              wrap-src     = wrap run from source (bun src/cli.ts wrap …), same flags as wrap
+ *              relay-lines / relay-batched = relay.ts with RELAY_MODE=lines / batched (experiments)
  *   --profile DIR   wrap-src writes a Bun CPU profile (markdown) per run into DIR
+ *   --blob-calls N  timed 8 MiB calls per large-phase run (default 30)
  *   --phases   any of latency,throughput,large (default: all)
  *
  * Every wait is bounded, every spawned process group is killed on every way out, and the whole run
@@ -68,7 +70,7 @@ interface Config {
   blobCheckpoint: number;
 }
 
-const SETUP_NAMES = ["direct", "relay", "wrap", "wrap+policy", "wrap-nolog", "wrap-src"] as const;
+const SETUP_NAMES = ["direct", "relay", "wrap", "wrap+policy", "wrap-nolog", "wrap-src", "relay-lines", "relay-batched"] as const;
 type SetupName = (typeof SETUP_NAMES)[number];
 const PHASE_NAMES = ["latency", "throughput", "large"] as const;
 type PhaseName = (typeof PHASE_NAMES)[number];
@@ -111,7 +113,10 @@ function parseArgs(argv: string[]): Config {
       if (!dir) usage("--profile needs a directory");
       profileDir = resolve(dir);
     }
-    else if (a === "--help" || a === "-h") usage(null);
+    else if (a === "--blob-calls") {
+      c.blobCalls = Number(argv[++i]);
+      if (!Number.isInteger(c.blobCalls) || c.blobCalls < c.blobCheckpoint || c.blobCalls > 1000) usage(`--blob-calls: an integer from ${c.blobCheckpoint} to 1000`);
+    } else if (a === "--help" || a === "-h") usage(null);
     else usage(`unknown argument ${a}`);
   }
   if (c.quick) {
@@ -123,8 +128,8 @@ function parseArgs(argv: string[]): Config {
 
 function usage(error: string | null): never {
   const text =
-    "usage: bun bench/wrap/run.ts [--write] [--rounds N] [--quick] [--setups direct,relay,wrap,wrap+policy,wrap-nolog,wrap-src]\n" +
-    "                             [--phases latency,throughput,large] [--profile DIR]\n";
+    `usage: bun bench/wrap/run.ts [--write] [--rounds N] [--quick] [--setups ${SETUP_NAMES.join(",")}]\n` +
+    "                             [--phases latency,throughput,large] [--profile DIR] [--blob-calls N]\n";
   if (error) process.stderr.write(`bench: ${error}\n`);
   process.stderr.write(text);
   process.exit(error ? 2 : 0);
@@ -213,6 +218,7 @@ interface Setup {
   /** The middle process (relay or vigil), whose memory is reported; null for direct. */
   middle: string | null;
   argv(dir: string): string[];
+  env?: Record<string, string>;
   /** Where the decision log lands, to check that every call was recorded. */
   decisionLog?(dir: string): string;
 }
@@ -220,6 +226,9 @@ interface Setup {
 const SETUPS: Record<SetupName, Setup> = {
   direct: { name: "direct", middle: null, argv: () => [BUN, SERVER] },
   relay: { name: "relay", middle: "relay", argv: () => [BUN, RELAY, "--", BUN, SERVER] },
+  // Experiments (bench/wrap/relay.ts RELAY_MODE): line framing with store-and-forward, no parsing.
+  "relay-lines": { name: "relay-lines", middle: "relay", argv: () => [BUN, RELAY, "--", BUN, SERVER], env: { RELAY_MODE: "lines" } },
+  "relay-batched": { name: "relay-batched", middle: "relay", argv: () => [BUN, RELAY, "--", BUN, SERVER], env: { RELAY_MODE: "batched" } },
   wrap: {
     name: "wrap",
     middle: "vigil",
@@ -288,7 +297,14 @@ class Peer {
     readonly setup: Setup,
     readonly dir: string,
   ) {
-    this.proc = Bun.spawn(setup.argv(dir), { cwd: ROOT, detached: true, stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+    this.proc = Bun.spawn(setup.argv(dir), {
+      cwd: ROOT,
+      detached: true,
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+      ...(setup.env ? { env: { ...process.env, ...setup.env } } : {}),
+    });
     this.pid = this.proc.pid;
     liveGroups.add(this.pid);
     this.broken = new Promise<never>((_, reject) => {
@@ -532,12 +548,17 @@ async function finish(peer: Peer): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // Phases
 
-interface LatencyResult {
+/** CPU time per call (µs) of the middle process and of the server over the timed part of a phase. */
+interface CpuPerCall {
+  middleCpu: number | null;
+  serverCpu: number | null;
+}
+interface LatencyResult extends CpuPerCall {
   p50: number;
   p99: number;
   mean: number;
 }
-interface ThroughputResult {
+interface ThroughputResult extends CpuPerCall {
   perSecond: number;
 }
 interface LargeResult {
@@ -553,10 +574,46 @@ function percentile(sorted: Float64Array, q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
 }
 
+/** CPU time (ns) a process has run, all threads (from /proc/<pid>/task/<tid>/schedstat), or null. */
+function cpuNs(pid: number | null): number | null {
+  if (pid === null) return null;
+  try {
+    let sum = 0;
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        sum += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
+      } catch {
+        // a thread that just ended
+      }
+    }
+    return sum;
+  } catch {
+    return null;
+  }
+}
+
+/** Starts a CPU-time measurement of the peer's middle process and server; call the result after `calls` calls. */
+function cpuMeter(peer: Peer): (calls: number) => CpuPerCall {
+  const middle = peer.setup.middle === null ? null : peer.pid;
+  const server = peer.setup.middle === null ? peer.pid : peer.serverPid;
+  const m0 = cpuNs(middle);
+  const s0 = cpuNs(server);
+  return (calls) => {
+    const m1 = cpuNs(middle);
+    const s1 = cpuNs(server);
+    return {
+      middleCpu: m0 === null || m1 === null ? null : (m1 - m0) / 1000 / calls,
+      serverCpu: s0 === null || s1 === null ? null : (s1 - s0) / 1000 / calls,
+    };
+  };
+}
+
 async function latencyPhase(peer: Peer, c: Config): Promise<LatencyResult> {
   const samples = new Float64Array(c.latencyCalls);
   const text = "hello, bench";
+  let meter = cpuMeter(peer);
   for (let i = 0; i < c.latencyWarmup + c.latencyCalls; i++) {
+    if (i === c.latencyWarmup) meter = cpuMeter(peer);
     const id = nextId++;
     const line = echoLine(id, text);
     const t0 = performance.now();
@@ -566,9 +623,10 @@ async function latencyPhase(peer: Peer, c: Config): Promise<LatencyResult> {
     if (!r.ok) throw new Error(`${peer.setup.name}: echo ${id} failed: ${preview(r.small ?? new Uint8Array())}`);
     if (i >= c.latencyWarmup) samples[i - c.latencyWarmup] = dt * 1000;
   }
+  const cpu = meter(c.latencyCalls);
   const mean = samples.reduce((a, b) => a + b, 0) / samples.length;
   samples.sort();
-  return { p50: percentile(samples, 0.5), p99: percentile(samples, 0.99), mean };
+  return { p50: percentile(samples, 0.5), p99: percentile(samples, 0.99), mean, ...cpu };
 }
 
 /** `total` pipelined echo calls with at most `window` in flight; resolves with the elapsed ms. */
@@ -610,9 +668,10 @@ async function throughputPhase(peer: Peer, c: Config): Promise<ThroughputResult>
   const text = paddedText(c.messageBytes);
   await pipelined(peer, c.throughputWarmup, c.window, text);
   peer.toolCalls += c.throughputWarmup;
+  const meter = cpuMeter(peer);
   const ms = await pipelined(peer, c.throughputCalls, c.window, text);
   peer.toolCalls += c.throughputCalls;
-  return { perSecond: c.throughputCalls / (ms / 1000) };
+  return { perSecond: c.throughputCalls / (ms / 1000), ...meter(c.throughputCalls) };
 }
 
 async function largePhase(peer: Peer, c: Config): Promise<LargeResult> {
@@ -687,7 +746,15 @@ interface Collected {
   large: Map<SetupName, LargeResult[]>;
 }
 
-const BASE: Partial<Record<SetupName, SetupName>> = { relay: "direct", wrap: "relay", "wrap+policy": "relay", "wrap-nolog": "relay", "wrap-src": "relay" };
+const BASE: Partial<Record<SetupName, SetupName>> = {
+  relay: "direct",
+  wrap: "relay",
+  "wrap+policy": "relay",
+  "wrap-nolog": "relay",
+  "wrap-src": "relay",
+  "relay-lines": "relay",
+  "relay-batched": "relay",
+};
 const kib = (v: number | null) => (v === null || Number.isNaN(v) ? "—" : (v / 1024).toFixed(1));
 
 function report(c: Config, got: Collected): { tables: Table[]; targets: Target[] } {
@@ -700,7 +767,8 @@ function report(c: Config, got: Collected): { tables: Table[]; targets: Target[]
     return xs.slice(0, ys.length).map((x, i) => f(x, ys[i]!));
   };
 
-  if (got.latency.size > 0) {
+  const any = (m: Map<SetupName, unknown[]>) => [...m.values()].some((rs) => rs.length > 0);
+  if (any(got.latency)) {
     const rows: Rows = [];
     for (const name of c.setups) {
       const rs = got.latency.get(name);
@@ -717,6 +785,8 @@ function report(c: Config, got: Collected): { tables: Table[]; targets: Target[]
         has ? `${signed(median(add50))}${spread(add50)}` : "—",
         has ? signed(median(add99)) : "—",
         has ? base : "",
+        cpuCell(rs.map((r) => r.middleCpu)),
+        cpuCell(rs.map((r) => r.serverCpu)),
       ]);
       if (name === "wrap" && has && base === "relay") {
         const v = median(add50);
@@ -724,13 +794,13 @@ function report(c: Config, got: Collected): { tables: Table[]; targets: Target[]
       }
     }
     tables.push({
-      title: `Latency: sequential tools/call echo round trips, ${c.latencyCalls} calls after ${c.latencyWarmup} warm-up (µs; median of rounds, range in parentheses)`,
-      headers: ["setup", "p50", "p99", "mean", "added p50", "added p99", "over"],
+      title: `Latency: sequential tools/call echo round trips, ${c.latencyCalls} calls after ${c.latencyWarmup} warm-up (µs; median of rounds, range in parentheses; CPU/call = on-CPU time of that process per call, from /proc schedstat)`,
+      headers: ["setup", "p50", "p99", "mean", "added p50", "added p99", "over", "middle CPU/call", "server CPU/call"],
       rows,
     });
   }
 
-  if (got.throughput.size > 0) {
+  if (any(got.throughput)) {
     const rows: Rows = [];
     for (const name of c.setups) {
       const rs = got.throughput.get(name);
@@ -742,6 +812,8 @@ function report(c: Config, got: Collected): { tables: Table[]; targets: Target[]
         Math.round(median(rs.map((r) => r.perSecond))).toString() + spread(rs.map((r) => r.perSecond)),
         ((median(rs.map((r) => r.perSecond)) * c.messageBytes) / MiB).toFixed(1),
         hasRelay ? `${pct(median(ratio))}${ratio.length > 1 ? ` (${pct(Math.min(...ratio))}–${pct(Math.max(...ratio))})` : ""}` : "—",
+        cpuCell(rs.map((r) => r.middleCpu)),
+        cpuCell(rs.map((r) => r.serverCpu)),
       ]);
       if (name === "wrap" && hasRelay) {
         const v = median(ratio);
@@ -750,12 +822,12 @@ function report(c: Config, got: Collected): { tables: Table[]; targets: Target[]
     }
     tables.push({
       title: `Throughput: ${c.throughputCalls} pipelined 1 KiB tools/call echo, window ${c.window}, after ${c.throughputWarmup} warm-up`,
-      headers: ["setup", "msg/s", "MiB/s (requests)", "vs relay"],
+      headers: ["setup", "msg/s", "MiB/s (requests)", "vs relay", "middle CPU/call", "server CPU/call"],
       rows,
     });
   }
 
-  if (got.large.size > 0) {
+  if (any(got.large)) {
     const rows: Rows = [];
     for (const name of c.setups) {
       const rs = got.large.get(name);
@@ -798,6 +870,12 @@ function report(c: Config, got: Collected): { tables: Table[]; targets: Target[]
     });
   }
   return { tables, targets };
+}
+
+/** Median CPU µs per call over the rounds, or "—". */
+function cpuCell(xs: (number | null)[]): string {
+  const v = xs.filter((x): x is number => x !== null);
+  return v.length ? median(v).toFixed(1) : "—";
 }
 
 const signed = (v: number, digits = 1) => `${v >= 0 ? "+" : ""}${v.toFixed(digits)}`;

@@ -73,7 +73,8 @@ export const UNCONSTRAINED_MODES = ["allow", "warn", "deny"] as const;
 const Policy = mapping(
   {
     version: v.literal(1, "expected 1"),
-    tools: Tools.schema,
+    // Optional: a policy may govern only arguments, limits or pins; no tools section = no name rules.
+    tools: v.optional(Tools.schema, { hide_denied: false }),
     arguments: v.optional(toolMap(ArgumentSchema), {}),
     unconstrained: v.optional(v.picklist(UNCONSTRAINED_MODES, 'expected "allow", "warn" or "deny"'), "allow"),
     limits: v.optional(Limits.schema, {}),

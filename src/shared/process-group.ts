@@ -154,18 +154,20 @@ export const SIGNAL_POLL_MS = 2000;
 /**
  * Ends a child and its whole group, bounded by graceMs + 2 × SIGNAL_POLL_MS. Never throws.
  *
- * 1. If the leader has not exited, wait up to `graceMs` (the caller has closed its stdin).
+ * 1. If the leader has not exited, wait up to `graceMs` (the caller has closed its stdin), unless
+ *    the caller has already sent SIGTERM (`termSent`).
  * 2. Still running: SIGTERM the group, poll up to 2 s; then SIGKILL the group, poll up to 2 s.
  * 3. Leader gone but members remain (double-forked servers): SIGTERM then SIGKILL the group, so no
  *    orphan outlives vigil.
  */
-export async function sweepGroup(child: GroupChild, graceMs: number): Promise<SweepResult> {
+export async function sweepGroup(child: GroupChild, graceMs: number, options: { termSent?: boolean } = {}): Promise<SweepResult> {
   const pgid = child.pid;
-  let killRequested = false;
-  if (tryStatus(child) === null && graceMs > 0) await within(child.exited, graceMs);
+  let killRequested = options.termSent === true;
+  if (tryStatus(child) === null && graceMs > 0 && !options.termSent) await within(child.exited, graceMs);
   if (tryStatus(child) === null) {
     killRequested = true;
-    signalGroup(pgid, "SIGTERM");
+    // With termSent the caller already sent SIGTERM: the 2 s poll follows it, not a second grace.
+    if (!options.termSent) signalGroup(pgid, "SIGTERM");
     await within(child.exited, SIGNAL_POLL_MS);
     if (tryStatus(child) === null) {
       signalGroup(pgid, "SIGKILL");

@@ -36,7 +36,8 @@ export function verifyCapture(input: CaptureInput, options: VerifyOptions): Veri
   const manifest = checkManifest(input, findings);
   const stop = readRecord(input.files[CAPTURE_FILES.stop], CAPTURE_FILES.stop, StopRecord, findings) as StopRecordT | null;
   if (stop === null) {
-    if (!findings.some((f) => f.file === CAPTURE_FILES.stop)) {
+    const state = input.files[CAPTURE_FILES.stop];
+    if (state.kind === "problem" && state.problem === "missing") {
       findings.push(unknownFinding("stop_missing", CAPTURE_FILES.stop, "no session-stop record: the session's ending is unknown"));
     }
     return report(findings, null, 0);

@@ -19,11 +19,13 @@ export type ClientFrame =
 
 export function classifyClientLine(line: Uint8Array): ClientFrame {
   const text = decodeUtf8Strict(line);
-  if (text === null) return reject(-32700, "not valid UTF-8", recoverIdFromHead(line) ?? recoverIdFromTail(line.subarray(-4096)));
+  if (text === null) return reject(-32700, "not valid UTF-8", recoverIdFromHead(line));
   const failure = validateStrictJson(text, { maxDepth: CLIENT_MAX_DEPTH });
   if (failure) {
     const code = failure.fault === "syntax" ? -32700 : -32600;
-    return reject(code, failure.message, failure.fault === "syntax" ? recoverIdFromText(text) : lenientId(text));
+    // The log line must not echo message content (a duplicated key may be an argument's name).
+    const reason = `${FAULT_TEXT[failure.fault]} at offset ${failure.offset}`;
+    return reject(code, reason, failure.fault === "syntax" ? anchoredId(text) : lenientId(text));
   }
   const msg: unknown = JSON.parse(text);
   if (Array.isArray(msg)) return reject(-32600, "batches are not accepted", null);
@@ -51,18 +53,32 @@ function validId(v: unknown): JsonRpcId | null {
   return typeof v === "string" || (typeof v === "number" && Number.isFinite(v)) ? v : null;
 }
 
+const FAULT_TEXT: Record<string, string> = {
+  invalid_utf8: "not valid UTF-8",
+  syntax: "not valid JSON",
+  duplicate_key: "duplicate key",
+  non_finite_number: "number out of range",
+  too_deep: `nesting deeper than ${CLIENT_MAX_DEPTH} levels`,
+};
+
 /** For well-formed JSON refused on strictness grounds: the id a lenient reader would see. */
 function lenientId(text: string): JsonRpcId | null {
   try {
     const v: unknown = JSON.parse(text);
     if (typeof v === "object" && v !== null && !Array.isArray(v)) return validId((v as Record<string, unknown>).id);
   } catch {
-    // not even lenient JSON (e.g. 1e400 is fine for JSON.parse, but a depth bomb may not be)
+    // not even lenient JSON (a depth bomb may overflow JSON.parse)
   }
-  return recoverIdFromText(text);
+  return anchoredId(text);
 }
 
-const ID_PATTERN = /"id"\s*:\s*("(?:[^"\\\n]|\\.){0,256}"|-?\d{1,20})/;
+/**
+ * Only an id that is certainly top-level (leading, see LEADING_ID): a nested "id" in params must
+ * never be answered, and the tail of a line that failed to parse proves nothing about nesting.
+ */
+function anchoredId(text: string): JsonRpcId | null {
+  return recoverIdFromHead(Buffer.from(text.slice(0, 4096), "latin1"));
+}
 
 /**
  * The id of an over-cap message from its bounded head, only where it is certainly the top-level id:
@@ -92,6 +108,3 @@ function parseIdToken(token: string | undefined): JsonRpcId | null {
   }
 }
 
-function recoverIdFromText(text: string): JsonRpcId | null {
-  return parseIdToken(ID_PATTERN.exec(text.slice(0, 4096))?.[1]);
-}

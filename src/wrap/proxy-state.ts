@@ -49,7 +49,8 @@ export class ProxyState {
   track(idKey: string, request: Omit<PendingRequest, "inSession" | "requestSha256" | "requestBytes">, line: Uint8Array): void {
     this.pending.set(idKey, {
       ...request,
-      requestSha256: sha256Hex(line),
+      // Hashing a large request costs; only receipts need the digest.
+      requestSha256: this.evidence.keepsReceipts ? sha256Hex(line) : "",
       requestBytes: line.length,
       inSession: this.evidence.started,
     });

@@ -9,7 +9,6 @@ import { decisionLogFaultBytes } from "../shared/fault-seam.ts";
 import { logLine } from "../shared/log.ts";
 import {
   type SweepResult,
-  SIGNAL_POLL_MS,
   signalGroup,
   spawnGroup,
   statusExitCode,
@@ -121,8 +120,7 @@ async function finishEnding(
   if (ending.kind === "signal") {
     const running = tryStatus(child) === null;
     if (running) signalGroup(child.pid, "SIGTERM");
-    sweep = await sweepGroup(child, SIGNAL_POLL_MS);
-    sweep = { ...sweep, kill_requested: running || sweep.kill_requested };
+    sweep = await sweepGroup(child, 0, { termSent: running });
   } else {
     // Client EOF or an I/O error: the server gets its stdin closed and the grace to finish, while
     // its output keeps flowing to the client.

@@ -76,6 +76,10 @@ export class SessionEvidence {
     }
   }
 
+  get keepsReceipts(): boolean {
+    return this.receipts !== null;
+  }
+
   get started(): boolean {
     return this.sessionId !== null;
   }

@@ -4,7 +4,7 @@
  * complete lines on disk. Failures come from /dev/full, a full tmpfs, and the source-only fault seam.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { mkdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { type TmpDir, tmpDir } from "../helpers/fixture.ts";
 import {
   EVENT_SOURCE,
@@ -90,7 +90,8 @@ function expectIncompleteAccounting(stop: any, logBytes: Uint8Array, forwarded: 
     decision_events_written: count,
     decision_prefix_sha256: sha256Hex(complete),
   });
-  expect(stop.data.decision_events_dropped).toBeGreaterThanOrEqual(2);
+  // The failed emission and the one refused after it (wrap.md §5).
+  expect(stop.data.decision_events_dropped).toBe(2);
 }
 
 describe("exclusive-create decision log on a full filesystem", () => {
@@ -168,5 +169,40 @@ describe("test-only fault seam VIGIL_TEST_DECISION_LOG_FAIL_AFTER_BYTES", () => 
       decision_prefix_sha256: sha256Hex(cap.decisionsRaw!),
     });
     expect(s.recordedCalls()).toHaveLength(calls);
+  });
+});
+
+describe("single-record outputs that cannot be created", () => {
+  test("a stop record whose file appeared meanwhile: never overwritten, exit 3, child status on stderr", async () => {
+    const tmp = tmpDir("vigil-e2e");
+    const stopFile = tmp.file("stop.json");
+    const s = startWrap({ capture: false, flags: ["--allow-all", "--event-source", EVENT_SOURCE, "--session-stop-out", stopFile] }, tmp);
+    await s.initialize();
+    writeFileSync(stopFile, "earlier evidence\n"); // after validation (vigil is relaying), before the stop write
+    expect((await s.call("echo", { text: "x" })).result).toBeDefined();
+    expect((await s.finish()).code).toBe(3);
+    expect(readFileSync(stopFile, "utf8")).toBe("earlier evidence\n");
+    expect(s.client.stderrText()).toMatch(/session stop/);
+    expect(s.client.stderrText()).toMatch(/exit_code=0|code 0/);
+  });
+
+  test("a context record that cannot be written closes the gate (E_EVIDENCE_UNAVAILABLE), exit 3", async () => {
+    const tmp = tmpDir("vigil-e2e");
+    const contextFile = tmp.file("context.json");
+    const stopFile = tmp.file("stop.json");
+    const s = startWrap(
+      { capture: false, flags: ["--allow-all", "--event-source", EVENT_SOURCE, "--session-context-out", contextFile, "--session-stop-out", stopFile] },
+      tmp,
+    );
+    await s.serverPid(); // spawned, so the flags were validated
+    writeFileSync(contextFile, "earlier evidence\n");
+    await s.initialize(); // the context record would be written after this response…
+    await s.request("ping"); // …which is certainly attempted before the next response is relayed
+    expectEvidenceDenied(await s.call("echo", { text: "x" }));
+    expect(s.recordedCalls()).toEqual([]);
+    expect((await s.finish()).code).toBe(3);
+    expect(readFileSync(contextFile, "utf8")).toBe("earlier evidence\n");
+    expect(readJson(stopFile).data.session_context_id).toBeNull();
+    expect(s.client.stderrText()).toMatch(/session context/);
   });
 });

@@ -7,7 +7,7 @@ import { afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { type JsonRpcResponse, fixtureArgv } from "../helpers/fixture.ts";
-import { canonicalJson, disposeWrapSessions, runVigil, sha256Hex, startWrap } from "../helpers/wrap.ts";
+import { EVENT_SOURCE, canonicalJson, disposeWrapSessions, runVigil, sha256Hex, startWrap } from "../helpers/wrap.ts";
 
 afterEach(disposeWrapSessions);
 
@@ -20,9 +20,9 @@ const READ_FILE_SCHEMA = {
 const GUARD_POLICY = { version: 1, tools: { deny: ["exec", "*delete*"] }, arguments: { read_file: READ_FILE_SCHEMA } };
 
 /** The fixture's response framing: `{"result":…,"jsonrpc":"2.0","id":…}` (or id first). */
-function fixtureResponse(id: number, result: unknown, idFirst = false): string {
-  const body = JSON.stringify(result);
-  return idFirst ? `{"jsonrpc":"2.0","id":${id},"result":${body}}` : `{"result":${body},"jsonrpc":"2.0","id":${id}}`;
+function fixtureResponse(id: number | string, result: unknown, idFirst = false): string {
+  const [body, idJson] = [JSON.stringify(result), JSON.stringify(id)];
+  return idFirst ? `{"jsonrpc":"2.0","id":${idJson},"result":${body}}` : `{"result":${body},"jsonrpc":"2.0","id":${idJson}}`;
 }
 
 function expectDenied(response: JsonRpcResponse, code: string, tool: string | null): any {
@@ -60,13 +60,23 @@ describe("byte-identical forwarding", () => {
       const listed = await s.client.next(10_000);
       expect(s.record()).toContain(list);
       const tools = JSON.parse(listed!).result.tools;
-      expect(listed).toBe(
-        idFirst ? `{"jsonrpc":"2.0","id":"list-1","result":${JSON.stringify({ tools })}}` : `{"result":${JSON.stringify({ tools })},"jsonrpc":"2.0","id":"list-1"}`,
-      );
+      expect(listed).toBe(fixtureResponse("list-1", { tools }, idFirst));
       expect(tools.map((t: any) => t.name)).toEqual(["echo", "read_file", "exec", "delete_all", "big", "slow"]);
       expect((await s.finish()).code).toBe(0);
     });
   }
+  test("multi-megabyte messages pass unchanged in both directions", async () => {
+    const s = startWrap();
+    await s.initialize();
+    const text = "é".repeat(600_000) + "end"; // 1.2 MB of UTF-8, split across many pipe chunks
+    const sent = `{"jsonrpc":"2.0","id":"up","method":"tools/call","params":{"name":"echo","arguments":{"text":"${text}"}}}`;
+    s.client.send(`${sent}\n`);
+    expect(await s.client.next(20_000)).toBe(fixtureResponse("up", { content: [{ type: "text", text }] }));
+    expect(s.record().at(-1)).toBe(sent);
+    const down = await s.call("big", { bytes: 5_000_000 }, 20_000);
+    expect((down.result as any).content[0].text).toBe("x".repeat(5_000_000));
+    expect((await s.finish()).code).toBe(0);
+  });
 });
 
 describe("denied calls", () => {
@@ -96,6 +106,18 @@ describe("denied calls", () => {
       ["read_file", "deny", "E_ARG_SCHEMA"],
       ["read_file", "allow", "P_ALLOW"],
     ]);
+    // §5: one CloudEvent per decision; arguments only as the digest of their canonical JSON.
+    const { decisions: records, context } = s.capture();
+    const sid = context.data.session_id;
+    const args = [{ cmd: "rm -rf /" }, {}, { path: "/etc/passwd" }, { path: "/workspace/a", mode: "w" }, { path: "/workspace/a.txt" }];
+    records.forEach((d, seq) => {
+      expect(d).toMatchObject({ specversion: "1.0", type: "vigil.mcp.decision.v1", source: EVENT_SOURCE, id: `evt_decision_${sid}_${seq}` });
+      expect(d.subject).toBe(d.data.tool);
+      expect(d.data).toMatchObject({ session_id: sid, seq, dry_run: false, policy_digest: context.data.policy_digest });
+      expect(d.data.arguments_sha256).toBe(sha256Hex(canonicalJson(args[seq])));
+    });
+    expect(records.map((d) => d.data.matched_rule)).toEqual(["tools.deny[0]", "tools.deny[1]", "arguments.read_file", "arguments.read_file", "arguments.read_file"]);
+    expect(context.data.policy_digest).toBe(`sha256:${sha256Hex(canonicalJson(GUARD_POLICY))}`);
   });
 
   test("a token-like argument appears in no capture file and not on vigil's stderr", async () => {
@@ -119,6 +141,17 @@ describe("denied calls", () => {
     for (const name of names) expect(readFileSync(join(dir, name), "latin1")).not.toContain(token);
     expect(s.client.stderrText()).not.toContain(token);
     expect(s.capture().decisions).toHaveLength(4);
+  });
+
+  test("a refused frame's stderr report does not echo argument content, not even a key name", async () => {
+    const token = randomToken();
+    const s = startWrap();
+    await s.initialize();
+    s.client.send(`{"jsonrpc":"2.0","id":91,"method":"tools/call","params":{"name":"echo","arguments":{"${token}":"a","${token}":"b"}}}\n`);
+    expect(JSON.parse((await s.client.next(10_000))!)).toMatchObject({ id: 91, error: { code: -32600 } });
+    expect((await s.finish()).code).toBe(0);
+    expect(s.client.stderrText()).toContain("refused a client frame");
+    expect(s.client.stderrText()).not.toContain(token);
   });
 });
 

@@ -4,7 +4,7 @@
  * pair, file modes and the capture manifest.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { readFileSync, statSync } from "node:fs";
+import { mkdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { type FixtureEnv, isProcessAlive, procStat, tmpDir } from "../helpers/fixture.ts";
 import {
@@ -90,8 +90,10 @@ describe("stop record and exit status", () => {
       signal: null,
       kill_requested: false,
     });
-    // A nonzero exit can have a complete log.
+    // A nonzero exit can have a complete log; the request the server never answered has no response.
     expectCompleteLog(s);
+    const receipt = s.capture().receipts.find((r) => r.data.request_id === "slow-1");
+    expect(receipt.data).toMatchObject({ method: "tools/call", tool: "slow", outcome: "no_response" });
   });
 
   test("server killed by SIGKILL: signaled, signal 9, vigil exits 137", async () => {
@@ -131,6 +133,23 @@ describe("stop record and exit status", () => {
     expectCompleteLog(s);
   });
 
+  test("server ignoring only EOF: SIGTERM after the grace ends it, kill_requested, signal 15", async () => {
+    const s = startWrap({ flags: ["--allow-all", "--shutdown-grace-ms", "300"], fixture: { FIXTURE_IGNORE_EOF: true } });
+    await openSession(s);
+    expect((await s.finish(20_000)).code).toBe(143);
+    expect(s.capture().stop.data).toMatchObject({ session_end: "client_closed", termination: "signaled", signal: 15, kill_requested: true });
+  });
+
+  test("vigil receives SIGTERM while the server ignores EOF and SIGTERM: the server is killed, vigil exits 143", async () => {
+    const s = startWrap({ fixture: { FIXTURE_IGNORE_EOF: true, FIXTURE_IGNORE_SIGTERM: true } });
+    await openSession(s);
+    const pid = await s.serverPid();
+    process.kill(s.client.pid, "SIGTERM");
+    expect((await s.client.exited(20_000)).code).toBe(143);
+    expect(isProcessAlive(pid)).toBe(false);
+    expect(s.capture().stop.data).toMatchObject({ session_end: "proxy_signaled", termination: "signaled", signal: 9, kill_requested: true });
+  });
+
   for (const [signal, signo] of [["SIGTERM", 15], ["SIGINT", 2], ["SIGHUP", 1]] as const) {
     test(`vigil receives ${signal}: proxy_signaled, vigil exits ${128 + signo}, server gone`, async () => {
       const s = startWrap();
@@ -152,7 +171,6 @@ describe("stop record and exit status", () => {
     const s = startWrap({ fixture: { FIXTURE_EXIT_ON_EOF_CODE: 4 } });
     await s.initialize();
     s.client.send({ jsonrpc: "2.0", id: "slow-eof", method: "tools/call", params: { name: "slow", arguments: { ms: 50 } } });
-    await s.client.waitForStderr("fixture-server ready", 10_000);
     s.client.closeStdin();
     expect(JSON.parse((await s.client.next(10_000))!)).toMatchObject({ id: "slow-eof", result: { content: [{ text: "slept 50 ms" }] } });
     expect(await s.client.next(10_000)).toBeNull();
@@ -276,5 +294,15 @@ describe("capture directory", () => {
     }
     expect(cap.manifest.vigil.binary_sha256).toBe(sha256Hex(readFileSync(VIGIL_BIN)));
     expect(cap.serverStderr).toContain("fixture-server ready pid=");
+  });
+
+  test("an existing empty capture directory is used and tightened to 0700", async () => {
+    const tmp = tmpDir("vigil-e2e");
+    mkdirSync(tmp.file("capture"), { mode: 0o755 });
+    const s = startWrap({}, tmp);
+    await openSession(s);
+    expect((await s.finish()).code).toBe(0);
+    expect(statSync(s.captureDir!).mode & 0o777).toBe(0o700);
+    expect(s.capture().names).toContain(CAPTURE.stop);
   });
 });

@@ -180,15 +180,14 @@ export class WrapSession {
     return Number(readFileSync(file, "utf8").trim());
   }
 
+  /** Kills vigil's group and the server's group (which holds any grandchild), then removes the temp dir. */
   async dispose(): Promise<void> {
     live.delete(this);
-    const serverPid = /fixture-server ready pid=(\d+)/.exec(this.client.stderrText())?.[1];
+    const groups = new Set<number>(childrenOf(this.client.pid));
+    const marker = /fixture-server ready pid=(\d+)/.exec(this.client.stderrText())?.[1];
+    if (marker !== undefined) groups.add(Number(marker));
     await this.client.dispose();
-    if (serverPid !== undefined) killGroupIfLed(Number(serverPid));
-    if (this.grandchildFile && existsSync(this.grandchildFile)) {
-      const pid = Number(readFileSync(this.grandchildFile, "utf8").trim());
-      if (serverPid !== undefined && procStat(pid)?.pgrp === Number(serverPid)) killQuietly(pid);
-    }
+    for (const pgid of groups) killGroup(pgid);
     this.tmp.cleanup();
   }
 }
@@ -203,21 +202,22 @@ export async function disposeWrapSessions(): Promise<void> {
   await Promise.all([...live].map((s) => s.dispose()));
 }
 
-function killGroupIfLed(pgid: number): void {
-  // Only signal a group that still exists with this id (the leader may be a zombie or gone).
+function killGroup(pgid: number): void {
   try {
     process.kill(-pgid, "SIGKILL");
   } catch {
-    // group gone
+    // the group is gone
   }
 }
 
-function killQuietly(pid: number): void {
-  try {
-    process.kill(pid, "SIGKILL");
-  } catch {
-    // gone
+/** Pids whose parent is `pid` (vigil's server is spawned as the leader of its own group). */
+function childrenOf(pid: number): number[] {
+  const children: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    if (procStat(Number(entry))?.ppid === pid) children.push(Number(entry));
   }
+  return children;
 }
 
 export interface Capture {

@@ -47,7 +47,7 @@ pins: {read_file: "${pin}"}
 
   test("an invalid policy is a policy_invalid error", async () => {
     const path = join(dir, "bad.json");
-    writeFileSync(path, '{"version":1}');
+    writeFileSync(path, '{"version":1,"tool":{}}');
     await expect(checkPolicy(path)).rejects.toMatchObject({ code: "policy_invalid", exitCode: 2 });
   });
 });

@@ -145,7 +145,7 @@ describe("parsePolicy refusals name the file, the path and what was expected", (
     ["wrong version", "version: 2\ntools: {}\n", "yaml", "policy p.yaml: version: expected 1, got 2"],
     ["version as a string", '{"version":"1","tools":{}}', "json", 'policy p.json: version: expected 1, got "1"'],
     ["missing version", "tools: {}\n", "yaml", "policy p.yaml: version: required key is missing"],
-    ["missing tools", "version: 1\n", "yaml", "policy p.yaml: tools: required key is missing"],
+    ["missing version", "tools: {}\n", "yaml", "policy p.yaml: version: required key is missing"],
     ["bad pattern type", "version: 1\ntools:\n  allow: [read_file, 7, list]\n", "yaml", "policy p.yaml: tools.allow[1]: expected a tool name pattern (a string), got 7"],
     ["empty pattern", "version: 1\ntools: {deny: ['']}\n", "yaml", 'policy p.yaml: tools.deny[0]: expected a non-empty pattern, got ""'],
     ["patterns not a list", "version: 1\ntools: {deny: exec}\n", "yaml", 'policy p.yaml: tools.deny: expected a list of tool name patterns, got "exec"'],
@@ -188,4 +188,11 @@ describe("parsePolicy refusals name the file, the path and what was expected", (
       "policy p.yaml: version: expected 1, got 2 (and 2 more problems)",
     );
   });
+});
+
+test("a policy without a tools section governs arguments only (no name rules)", () => {
+  const { policy } = parsePolicy("version: 1\nunconstrained: deny\narguments:\n  echo: {type: object}\n", "yaml", "p.yaml");
+  expect(policy.allow).toBeNull();
+  expect(policy.deny).toEqual([]);
+  expect(policy.hideDenied).toBe(false);
 });
