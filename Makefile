@@ -36,5 +36,14 @@ check: typecheck test ## type-check, then test
 bench: build ## run the benchmark harnesses (results: bench/RESULTS.md)
 	$(BUN) bench/wrap/run.ts
 
+.PHONY: dist release
+DIST_DIR ?= dist
+
+dist: install ## cross-compile every release target + SHA256SUMS into dist/ (or DIST_DIR=…)
+	$(BUN) scripts/build.ts --all --outdir $(DIST_DIR)
+
+release: ## clean tree + tag = package.json version, then make check and every target (scripts/release.sh [TAG])
+	sh scripts/release.sh $(TAG)
+
 clean: ## remove build output
 	rm -rf dist .tmp

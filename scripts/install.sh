@@ -241,7 +241,7 @@ main() {
   tmpdir=$(mktemp -d 2>/dev/null || mktemp -d -t vigil-install) || die "cannot create a temporary directory"
 
   say "platform: $platform -> $asset"
-  say "downloading $release_url/$asset (with $downloader)"
+  say "downloading $asset and SHA256SUMS from $release_url (with $downloader)"
   download "$release_url/SHA256SUMS" "$tmpdir/SHA256SUMS" ||
     die "download failed: $release_url/SHA256SUMS (is ${version:+version $version of }vigil published at $base?); nothing was installed"
   download "$release_url/$asset" "$tmpdir/$asset" ||

@@ -123,7 +123,7 @@ async function main(): Promise<void> {
       return () => s.push(line);
     })));
     add("request: decodeUtf8Strict", ...(await each((line) => () => decodeUtf8Strict(line.subarray(0, line.length - 1)))));
-    add("request: validateStrictJson (JS scanner)", ...(await each((line) => {
+    add("request: validateStrictJson", ...(await each((line) => {
       const text = decodeUtf8Strict(line.subarray(0, line.length - 1))!;
       return () => validateStrictJson(text, { maxDepth: 64 });
     })));
@@ -131,7 +131,7 @@ async function main(): Promise<void> {
       const text = decodeUtf8Strict(line.subarray(0, line.length - 1))!;
       return () => JSON.parse(text);
     })));
-    add("request: classifyClientLine (the three above)", ...(await each((line) => () => classifyClientLine(line.subarray(0, line.length - 1)))));
+    add("request: classifyClientLine (decode, strict parse, shape checks)", ...(await each((line) => () => classifyClientLine(line.subarray(0, line.length - 1)))));
     add("decision: canonicalSha256(arguments)", ...(await each((_, text) => () => canonicalSha256({ text }))));
     const data = (text: string) => ({
       session_id: "0123456789abcdef0123456789abcdef",

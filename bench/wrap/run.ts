@@ -11,23 +11,31 @@
  * the peak RSS (VmHWM) of the middle process. Setups are interleaved within each round and the
  * round order rotates; each figure reported is the median over the rounds.
  *
- *   bun bench/wrap/run.ts [--write] [--rounds N] [--quick] [--setups a,b,…] [--phases a,b,…]
+ *   bun bench/wrap/run.ts [--write] [--rounds N] [--quick] [--setups a,b,…] [--phases a,b,…] [experiment flags]
  *
- *   --write    add or replace today's section in bench/RESULTS.md
- *   --quick    one short round (smoke test; never written)
- *   --setups   any of direct,relay,wrap,wrap+policy,wrap-nolog,wrap-src (default: the first four)
- *              wrap-nolog   = wrap --allow-all without any evidence output (experiment)
- *              wrap-src     = wrap run from source (bun src/cli.ts wrap …), same flags as wrap
- *              relay-lines / relay-batched = relay.ts with RELAY_MODE=lines / batched (experiments)
- *   --profile DIR   wrap-src writes a Bun CPU profile (markdown) per run into DIR
- *   --blob-calls N  timed 8 MiB calls per large-phase run (default 30)
- *   --phases   any of latency,throughput,large (default: all)
+ *   --write             add or replace today's section in bench/RESULTS.md
+ *   --rounds N          rounds (default 3); the median round is reported
+ *   --quick             one short round (smoke test; never written)
+ *   --phases            any of latency,throughput,large (default: all)
+ *   --setups            any of the setups below (default: direct,relay,wrap,wrap+policy)
+ *     wrap-nolog        dist/vigil wrap --allow-all without any evidence output
+ *     wrap-src          wrap run from source (bun src/cli.ts wrap …), same flags as wrap
+ *     wrap-alt          the same from another tree (--alt DIR), to A/B a patch without touching src/
+ *     relay-lines       relay.ts, RELAY_MODE=lines: line framing, store-and-forward, a write per line
+ *     relay-batched     relay.ts, RELAY_MODE=batched: line framing, one write per run of lines
+ *   --latency-warmup N  untimed echo calls before the latency samples (default 5000)
+ *   --blob-calls N      timed 8 MiB calls per large-phase run (default 30)
+ *   --profile DIR       wrap-src / wrap-alt write a Bun CPU profile (markdown) per run into DIR
+ *   --alt DIR           the tree whose src/cli.ts wrap-alt runs
+ *
+ * Besides latency and throughput, each phase reports the on-CPU time per call of the middle process
+ * and of the server (/proc/<pid>/task/<tid>/schedstat, all threads), which shows where time goes.
  *
  * Every wait is bounded, every spawned process group is killed on every way out, and the whole run
  * stops by itself after DEADLINE_MS.
  */
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { availableParallelism, release, tmpdir } from "node:os";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { availableParallelism, loadavg, release, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
 
@@ -46,8 +54,10 @@ const CLOSE_MS = 6_000;
 
 const MiB = 1024 * 1024;
 
-/** --profile DIR: `wrap-src` writes a CPU profile (markdown) per spawned vigil into DIR. */
+/** --profile DIR: `wrap-src` / `wrap-alt` write a CPU profile (markdown) per spawned vigil into DIR. */
 let profileDir: string | null = null;
+/** --alt DIR: the checkout whose src/cli.ts the `wrap-alt` setup runs. */
+let altRoot: string | null = null;
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -70,7 +80,7 @@ interface Config {
   blobCheckpoint: number;
 }
 
-const SETUP_NAMES = ["direct", "relay", "wrap", "wrap+policy", "wrap-nolog", "wrap-src", "relay-lines", "relay-batched"] as const;
+const SETUP_NAMES = ["direct", "relay", "wrap", "wrap+policy", "wrap-nolog", "wrap-src", "wrap-alt", "relay-lines", "relay-batched"] as const;
 type SetupName = (typeof SETUP_NAMES)[number];
 const PHASE_NAMES = ["latency", "throughput", "large"] as const;
 type PhaseName = (typeof PHASE_NAMES)[number];
@@ -82,9 +92,9 @@ function parseArgs(argv: string[]): Config {
     rounds: 3,
     setups: ["direct", "relay", "wrap", "wrap+policy"],
     phases: [...PHASE_NAMES],
-    latencyWarmup: 500,
+    latencyWarmup: 5000,
     latencyCalls: 5000,
-    throughputWarmup: 2000,
+    throughputWarmup: 5000,
     throughputCalls: 20_000,
     window: 64,
     messageBytes: 1024,
@@ -116,9 +126,17 @@ function parseArgs(argv: string[]): Config {
     else if (a === "--blob-calls") {
       c.blobCalls = Number(argv[++i]);
       if (!Number.isInteger(c.blobCalls) || c.blobCalls < c.blobCheckpoint || c.blobCalls > 1000) usage(`--blob-calls: an integer from ${c.blobCheckpoint} to 1000`);
+    } else if (a === "--latency-warmup") {
+      c.latencyWarmup = Number(argv[++i]);
+      if (!Number.isInteger(c.latencyWarmup) || c.latencyWarmup < 0 || c.latencyWarmup > 100_000) usage("--latency-warmup: an integer from 0 to 100000");
+    } else if (a === "--alt") {
+      const dir = argv[++i];
+      if (!dir || !existsSync(join(dir, "src/cli.ts"))) usage("--alt needs a checkout directory holding src/cli.ts");
+      altRoot = resolve(dir);
     } else if (a === "--help" || a === "-h") usage(null);
     else usage(`unknown argument ${a}`);
   }
+  if (c.setups.includes("wrap-alt") && altRoot === null) usage("the wrap-alt setup needs --alt DIR");
   if (c.quick) {
     Object.assign(c, { rounds: 1, latencyWarmup: 100, latencyCalls: 500, throughputWarmup: 200, throughputCalls: 2000, blobWarmup: 1, blobCalls: 12 });
     if (c.write) usage("--quick results are not written (drop --quick or --write)");
@@ -129,7 +147,7 @@ function parseArgs(argv: string[]): Config {
 function usage(error: string | null): never {
   const text =
     `usage: bun bench/wrap/run.ts [--write] [--rounds N] [--quick] [--setups ${SETUP_NAMES.join(",")}]\n` +
-    "                             [--phases latency,throughput,large] [--profile DIR] [--blob-calls N]\n";
+    "                             [--phases latency,throughput,large] [--profile DIR] [--blob-calls N] [--latency-warmup N] [--alt DIR]\n";
   if (error) process.stderr.write(`bench: ${error}\n`);
   process.stderr.write(text);
   process.exit(error ? 2 : 0);
@@ -223,6 +241,18 @@ interface Setup {
   decisionLog?(dir: string): string;
 }
 
+const DESCRIBE: Record<SetupName, string> = {
+  direct: "the client spawns `bun bench/wrap/server.ts` (anchor)",
+  relay: "`bun bench/wrap/relay.ts -- bun bench/wrap/server.ts`: byte relay, the floor of one extra hop",
+  "relay-lines": "relay.ts with RELAY_MODE=lines: whole lines only, concatenated when they span chunks, one write per line (experiment)",
+  "relay-batched": "relay.ts with RELAY_MODE=batched: whole lines only, no concatenation, one write per run of lines (experiment)",
+  wrap: "`dist/vigil wrap --allow-all --event-source vigil://bench/x --decision-log D --decision-log-new -- bun bench/wrap/server.ts` (the target)",
+  "wrap+policy": "`dist/vigil wrap --policy bench/wrap/policy.yaml --capture-dir DIR --event-source … -- …`: allow-list + argument schemas, decision log, receipts (request/response SHA-256), context/stop records, manifest (informational)",
+  "wrap-nolog": "`dist/vigil wrap --allow-all -- …`: no evidence output (experiment)",
+  "wrap-src": "`bun src/cli.ts wrap` with wrap's flags: the same code run from source (profiling)",
+  "wrap-alt": "`bun ALT/src/cli.ts wrap` with wrap's flags, ALT = --alt DIR (A/B of a patched tree)",
+};
+
 const SETUPS: Record<SetupName, Setup> = {
   direct: { name: "direct", middle: null, argv: () => [BUN, SERVER] },
   relay: { name: "relay", middle: "relay", argv: () => [BUN, RELAY, "--", BUN, SERVER] },
@@ -254,6 +284,16 @@ const SETUPS: Record<SetupName, Setup> = {
     middle: "vigil",
     argv: (dir) => [
       BUN, ...(profileDir ? ["--cpu-prof-md", `--cpu-prof-dir=${profileDir}`] : []), join(ROOT, "src/cli.ts"), "wrap", "--allow-all",
+      "--event-source", "vigil://bench/x", "--decision-log", join(dir, "d.ndjson"), "--decision-log-new", "--", BUN, SERVER,
+    ],
+    decisionLog: (dir) => join(dir, "d.ndjson"),
+  },
+  // The same as wrap-src, from another checkout given with --alt DIR (to A/B a change to src/).
+  "wrap-alt": {
+    name: "wrap-alt",
+    middle: "vigil",
+    argv: (dir) => [
+      BUN, ...(profileDir ? ["--cpu-prof-md", `--cpu-prof-dir=${profileDir}`] : []), join(altRoot ?? ROOT, "src/cli.ts"), "wrap", "--allow-all",
       "--event-source", "vigil://bench/x", "--decision-log", join(dir, "d.ndjson"), "--decision-log-new", "--", BUN, SERVER,
     ],
     decisionLog: (dir) => join(dir, "d.ndjson"),
@@ -552,6 +592,8 @@ async function finish(peer: Peer): Promise<void> {
 interface CpuPerCall {
   middleCpu: number | null;
   serverCpu: number | null;
+  /** This harness (the MCP client). */
+  clientCpu: number | null;
 }
 interface LatencyResult extends CpuPerCall {
   p50: number;
@@ -598,13 +640,13 @@ function cpuMeter(peer: Peer): (calls: number) => CpuPerCall {
   const server = peer.setup.middle === null ? peer.pid : peer.serverPid;
   const m0 = cpuNs(middle);
   const s0 = cpuNs(server);
+  const c0 = cpuNs(process.pid);
   return (calls) => {
     const m1 = cpuNs(middle);
     const s1 = cpuNs(server);
-    return {
-      middleCpu: m0 === null || m1 === null ? null : (m1 - m0) / 1000 / calls,
-      serverCpu: s0 === null || s1 === null ? null : (s1 - s0) / 1000 / calls,
-    };
+    const c1 = cpuNs(process.pid);
+    const per = (a: number | null, b: number | null) => (a === null || b === null ? null : (b - a) / 1000 / calls);
+    return { middleCpu: per(m0, m1), serverCpu: per(s0, s1), clientCpu: per(c0, c1) };
   };
 }
 
@@ -752,6 +794,7 @@ const BASE: Partial<Record<SetupName, SetupName>> = {
   "wrap+policy": "relay",
   "wrap-nolog": "relay",
   "wrap-src": "relay",
+  "wrap-alt": "relay",
   "relay-lines": "relay",
   "relay-batched": "relay",
 };
@@ -787,6 +830,7 @@ function report(c: Config, got: Collected): { tables: Table[]; targets: Target[]
         has ? base : "",
         cpuCell(rs.map((r) => r.middleCpu)),
         cpuCell(rs.map((r) => r.serverCpu)),
+        cpuCell(rs.map((r) => r.clientCpu)),
       ]);
       if (name === "wrap" && has && base === "relay") {
         const v = median(add50);
@@ -795,7 +839,7 @@ function report(c: Config, got: Collected): { tables: Table[]; targets: Target[]
     }
     tables.push({
       title: `Latency: sequential tools/call echo round trips, ${c.latencyCalls} calls after ${c.latencyWarmup} warm-up (µs; median of rounds, range in parentheses; CPU/call = on-CPU time of that process per call, from /proc schedstat)`,
-      headers: ["setup", "p50", "p99", "mean", "added p50", "added p99", "over", "middle CPU/call", "server CPU/call"],
+      headers: ["setup", "p50", "p99", "mean", "added p50", "added p99", "over", "middle CPU/call", "server CPU/call", "client CPU/call"],
       rows,
     });
   }
@@ -814,6 +858,7 @@ function report(c: Config, got: Collected): { tables: Table[]; targets: Target[]
         hasRelay ? `${pct(median(ratio))}${ratio.length > 1 ? ` (${pct(Math.min(...ratio))}–${pct(Math.max(...ratio))})` : ""}` : "—",
         cpuCell(rs.map((r) => r.middleCpu)),
         cpuCell(rs.map((r) => r.serverCpu)),
+        cpuCell(rs.map((r) => r.clientCpu)),
       ]);
       if (name === "wrap" && hasRelay) {
         const v = median(ratio);
@@ -822,7 +867,7 @@ function report(c: Config, got: Collected): { tables: Table[]; targets: Target[]
     }
     tables.push({
       title: `Throughput: ${c.throughputCalls} pipelined 1 KiB tools/call echo, window ${c.window}, after ${c.throughputWarmup} warm-up`,
-      headers: ["setup", "msg/s", "MiB/s (requests)", "vs relay", "middle CPU/call", "server CPU/call"],
+      headers: ["setup", "msg/s", "MiB/s (requests)", "vs relay", "middle CPU/call", "server CPU/call", "client CPU/call"],
       rows,
     });
   }
@@ -881,7 +926,7 @@ function cpuCell(xs: (number | null)[]): string {
 const signed = (v: number, digits = 1) => `${v >= 0 ? "+" : ""}${v.toFixed(digits)}`;
 const pct = (v: number) => `${(v * 100).toFixed(0)} %`;
 
-function machine(): { nproc: number; cpu: string; bun: string; kernel: string; vigil: string } {
+function machine(): { nproc: number; cpu: string; bun: string; kernel: string; vigil: string; tree: string } {
   let cpu = "unknown";
   try {
     cpu = /^model name\s*:\s*(.*)$/m.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1]?.trim() ?? cpu;
@@ -889,7 +934,15 @@ function machine(): { nproc: number; cpu: string; bun: string; kernel: string; v
     // no /proc/cpuinfo
   }
   const v = Bun.spawnSync([VIGIL, "--version"], { stderr: "ignore", timeout: 5000 });
+  const git = (args: string[]) => {
+    const r = Bun.spawnSync(["git", "-C", ROOT, ...args], { stderr: "ignore", timeout: 5000 });
+    return r.exitCode === 0 ? r.stdout.toString().trim() : null;
+  };
+  const head = git(["rev-parse", "--short=12", "HEAD"]);
+  const dirty = git(["status", "--porcelain", "--", "src"]);
+  const built = existsSync(VIGIL) ? new Date(statSync(VIGIL).mtimeMs).toISOString().slice(0, 16).replace("T", " ") : "—";
   return {
+    tree: `${head ?? "unknown"}${dirty ? " + uncommitted changes in src/" : ""} (at run time; dist/vigil built ${built} UTC)`,
     nproc: availableParallelism(),
     cpu,
     bun: Bun.version,
@@ -904,13 +957,13 @@ function markdownSection(c: Config, date: string, tables: Table[], targets: Targ
     `<!-- bench:wrap ${date} start (generated by bun bench/wrap/run.ts --write; replaced on the next run that day) -->`,
     `## ${date} — vigil wrap`,
     "",
-    `Machine: ${m.nproc} CPUs (nproc), ${m.cpu}, Linux ${m.kernel}, Bun ${m.bun}, vigil ${m.vigil} (dist/vigil).`,
-    `Run: \`bun bench/wrap/run.ts --write\`, ${c.rounds} rounds, setups interleaved with rotating order, median round reported; ${seconds.toFixed(0)} s.`,
+    `Machine: ${m.nproc} CPUs (nproc), ${m.cpu}, Linux ${m.kernel}, Bun ${m.bun}, load average ${loadavg().map((x) => x.toFixed(2)).join(" ")} at the end.`,
+    `vigil: ${m.vigil}, tree ${m.tree}.`,
+    `Run: \`bun bench/wrap/run.ts ${process.argv.slice(2).join(" ")}\`, ${c.rounds} rounds; each measurement spawns a fresh process chain; setups interleaved with a rotating order; the median over rounds is reported (range in parentheses); ${seconds.toFixed(0)} s.`,
     "",
-    "Setups: `direct` = client spawns `bun bench/wrap/server.ts`; `relay` = `bun bench/wrap/relay.ts -- …` (byte relay, the floor);",
-    "`wrap` = `dist/vigil wrap --allow-all --event-source vigil://bench/x --decision-log D --decision-log-new -- …`;",
-    "`wrap+policy` = `dist/vigil wrap --policy bench/wrap/policy.yaml --capture-dir DIR --event-source … -- …` (decision log, receipts with request/response SHA-256, context/stop records, manifest).",
-    ...(c.setups.includes("wrap-nolog") ? ["`wrap-nolog` = `dist/vigil wrap --allow-all -- …` (no evidence output; experiment)."] : []),
+    "Setups:",
+    "",
+    ...c.setups.map((name) => `- \`${name}\`: ${DESCRIBE[name]}`),
     "",
   ];
   for (const t of tables) lines.push(`**${t.title}**`, "", renderMarkdown(t.headers, t.rows), "");
@@ -1004,7 +1057,7 @@ async function main(): Promise<number> {
   const m = machine();
   const out: string[] = [
     "",
-    `vigil wrap bench — ${m.nproc} CPUs, ${m.cpu}, Bun ${m.bun}, vigil ${m.vigil}; ${c.rounds} round(s), ${seconds.toFixed(0)} s`,
+    `vigil wrap bench — ${m.nproc} CPUs, ${m.cpu}, Bun ${m.bun}, vigil ${m.vigil}, tree ${m.tree}; ${c.rounds} round(s), ${seconds.toFixed(0)} s`,
     "",
   ];
   for (const t of tables) out.push(t.title, renderText(t.headers, t.rows), "");

@@ -5,11 +5,48 @@
  */
 import { closeSync, constants, fstatSync, lstatSync, openSync, readSync } from "node:fs";
 
-export type BoundedRead =
-  | { ok: true; bytes: Buffer }
-  | { ok: false; problem: "missing" | "not_regular" | "too_large" | "unreadable"; message: string };
+type Problem = { ok: false; problem: "missing" | "not_regular" | "too_large" | "unreadable"; message: string };
 
+export type BoundedRead = { ok: true; bytes: Buffer } | Problem;
+export type BoundedHash = { ok: true; bytes: number; sha256: string } | Problem;
+
+/** Reads the whole file into memory, refusing it if it is over maxBytes. */
 export function readBounded(path: string, maxBytes: number): BoundedRead {
+  let buf = Buffer.alloc(0);
+  let n = 0;
+  const r = withRegularFile(path, maxBytes, (fd, size) => {
+    // Sized from lstat; one byte more tells a file that grew since then apart from one at the limit.
+    buf = Buffer.allocUnsafe(Math.min(size, maxBytes) + 1);
+    for (;;) {
+      const got = readSync(fd, buf, n, buf.length - n, null);
+      if (got === 0) return null;
+      n += got;
+      if (n > maxBytes) return tooLarge(maxBytes);
+      if (n === buf.length) return { ok: false, problem: "unreadable", message: "changed while being read" };
+    }
+  });
+  return r ?? { ok: true, bytes: buf.subarray(0, n) };
+}
+
+/** Size and SHA-256 of a file streamed in 1 MiB pieces (never held whole), refusing it over maxBytes. */
+export function hashBounded(path: string, maxBytes: number): BoundedHash {
+  const hasher = new Bun.CryptoHasher("sha256");
+  const buf = Buffer.allocUnsafe(1 << 20);
+  let total = 0;
+  const r = withRegularFile(path, maxBytes, (fd) => {
+    for (;;) {
+      const got = readSync(fd, buf, 0, buf.length, null);
+      if (got === 0) return null;
+      total += got;
+      if (total > maxBytes) return tooLarge(maxBytes);
+      hasher.update(buf.subarray(0, got));
+    }
+  });
+  return r ?? { ok: true, bytes: total, sha256: hasher.digest("hex") };
+}
+
+/** Opens path as a regular, non-linked file within maxBytes and runs read(fd); returns a problem or read's result. */
+function withRegularFile(path: string, maxBytes: number, read: (fd: number, size: number) => Problem | null): Problem | null {
   let st: ReturnType<typeof lstatSync>;
   try {
     st = lstatSync(path);
@@ -27,16 +64,7 @@ export function readBounded(path: string, maxBytes: number): BoundedRead {
   }
   try {
     if (!fstatSync(fd).isFile()) return { ok: false, problem: "not_regular", message: "is not a regular file" };
-    // One byte more than allowed tells a file that grew since lstat apart from one at the limit.
-    const buf = Buffer.allocUnsafe(maxBytes + 1);
-    let n = 0;
-    for (;;) {
-      const r = readSync(fd, buf, n, buf.length - n, null);
-      if (r === 0) break;
-      n += r;
-      if (n > maxBytes) return { ok: false, problem: "too_large", message: `over the ${maxBytes}-byte bound` };
-    }
-    return { ok: true, bytes: buf.subarray(0, n) };
+    return read(fd, st.size);
   } catch (e) {
     return { ok: false, problem: "unreadable", message: `cannot read: ${String(e)}` };
   } finally {
@@ -44,38 +72,6 @@ export function readBounded(path: string, maxBytes: number): BoundedRead {
   }
 }
 
-/** Size and SHA-256 of a file streamed in 1 MiB pieces, refusing links and files over maxBytes. */
-export function hashBounded(path: string, maxBytes: number): { ok: true; bytes: number; sha256: string } | Extract<BoundedRead, { ok: false }> {
-  let st: ReturnType<typeof lstatSync>;
-  try {
-    st = lstatSync(path);
-  } catch {
-    return { ok: false, problem: "missing", message: "missing" };
-  }
-  if (st.isSymbolicLink()) return { ok: false, problem: "not_regular", message: "is a symbolic link" };
-  if (!st.isFile()) return { ok: false, problem: "not_regular", message: "is not a regular file" };
-  if (st.size > maxBytes) return { ok: false, problem: "too_large", message: `${st.size} bytes, over the ${maxBytes}-byte bound` };
-  let fd: number;
-  try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch (e) {
-    return { ok: false, problem: "unreadable", message: `cannot open: ${String(e)}` };
-  }
-  const hasher = new Bun.CryptoHasher("sha256");
-  const buf = Buffer.allocUnsafe(1 << 20);
-  let total = 0;
-  try {
-    for (;;) {
-      const r = readSync(fd, buf, 0, buf.length, null);
-      if (r === 0) break;
-      total += r;
-      if (total > maxBytes) return { ok: false, problem: "too_large", message: `over the ${maxBytes}-byte bound` };
-      hasher.update(buf.subarray(0, r));
-    }
-  } catch (e) {
-    return { ok: false, problem: "unreadable", message: `cannot read: ${String(e)}` };
-  } finally {
-    closeSync(fd);
-  }
-  return { ok: true, bytes: total, sha256: hasher.digest("hex") };
+function tooLarge(maxBytes: number): Problem {
+  return { ok: false, problem: "too_large", message: `over the ${maxBytes}-byte bound` };
 }

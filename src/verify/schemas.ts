@@ -7,7 +7,6 @@ import * as v from "valibot";
 const Hex64 = v.pipe(v.string(), v.regex(/^[0-9a-f]{64}$/, "expected 64 lowercase hex digits"));
 const NonNegInt = v.pipe(v.number(), v.integer(), v.minValue(0));
 const Text = v.pipe(v.string(), v.maxLength(4096));
-const Id = v.union([v.string(), v.number()]);
 
 export function envelope<T extends v.GenericSchema>(data: T) {
   return v.strictObject({
@@ -71,36 +70,6 @@ export const StopData = v.strictObject({
   non_claims: v.array(Text),
 });
 
-export const DecisionData = v.strictObject({
-  session_id: Text,
-  seq: NonNegInt,
-  server_id: Text,
-  request_id: Id,
-  tool: v.nullable(Text),
-  decision: v.picklist(["allow", "deny", "would_deny"]),
-  reason_code: Text,
-  reason: Text,
-  matched_rule: v.nullable(Text),
-  policy_digest: v.nullable(Text),
-  arguments_sha256: Hex64,
-  dry_run: v.boolean(),
-});
-
-export const ReceiptData = v.strictObject({
-  session_id: Text,
-  seq: NonNegInt,
-  request_id: Id,
-  method: v.nullable(Text),
-  tool: v.optional(Text),
-  outcome: v.picklist(["response", "error", "denied", "rejected", "no_response"]),
-  request_sha256: Hex64,
-  response_sha256: v.optional(Hex64),
-  request_bytes: NonNegInt,
-  response_bytes: v.optional(NonNegInt),
-  started_at: Text,
-  duration_us: NonNegInt,
-});
-
 const FileEntry = v.strictObject({ bytes: NonNegInt, sha256: Hex64 });
 
 export const Manifest = v.strictObject({
@@ -117,8 +86,6 @@ export const Manifest = v.strictObject({
 
 export const StopRecord = envelope(StopData);
 export const ContextRecord = envelope(ContextData);
-export const DecisionRecord = envelope(DecisionData);
-export const ReceiptRecord = envelope(ReceiptData);
 
 export type StopRecordT = v.InferOutput<typeof StopRecord>;
 export type ContextRecordT = v.InferOutput<typeof ContextRecord>;

@@ -17,7 +17,7 @@ const FAULT_CODE: Record<string, FindingCode> = {
   too_deep: "too_deep",
 };
 
-export function parseRecord(bytes: Uint8Array, file: string, where = ""): Parsed {
+export function parseRecord(bytes: Uint8Array | string, file: string, where = ""): Parsed {
   const r = parseStrictJson(bytes, { maxDepth: RECORD_MAX_DEPTH });
   if (r.ok) return r;
   return { ok: false, finding: unknownFinding(FAULT_CODE[r.fault] ?? "invalid_json", file, `${where}${r.message}`) };

@@ -16,7 +16,8 @@ import { BOUNDS, type CaptureInput, type FileState } from "./capture-input.ts";
 import { checkLog } from "./check-log.ts";
 import { type Finding, type Verdict, lossFinding, unknownFinding, verdictOf } from "./findings.ts";
 import { checkManifest } from "./check-manifest.ts";
-import { type ContextRecordT, ContextRecord, DecisionRecord, ReceiptRecord, type StopRecordT, StopRecord } from "./schemas.ts";
+import { DECISION_LINE, RECEIPT_LINE } from "./line-shapes.ts";
+import { type ContextRecordT, ContextRecord, type StopRecordT, StopRecord } from "./schemas.ts";
 import { problemFinding, readRecord } from "./read-record.ts";
 
 export interface VerifyReport {
@@ -134,7 +135,8 @@ function checkDecisions(input: CaptureInput, stop: StopRecordT, findings: Findin
     written,
     prefixSha256: prefix,
     tailAllowed: incomplete,
-    schema: DecisionRecord,
+    shape: DECISION_LINE,
+    fileSha256: state.sha256,
     type: DECISION_TYPE,
     source: stop.source,
     sessionId: s.session_id,
@@ -174,7 +176,8 @@ function checkReceipts(input: CaptureInput, stop: StopRecordT, options: VerifyOp
     written: accounting.written,
     prefixSha256: accounting.prefix_sha256,
     tailAllowed: accounting.dropped > 0,
-    schema: ReceiptRecord,
+    shape: RECEIPT_LINE,
+    fileSha256: state.sha256,
     type: RECEIPT_TYPE,
     source: stop.source,
     sessionId: s.session_id,

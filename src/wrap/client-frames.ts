@@ -4,7 +4,7 @@
  * otherwise run a call vigil never evaluated (a missing "jsonrpc", a batch, or a duplicated
  * "params" key that a last-wins parser reads differently from us).
  */
-import { decodeUtf8Strict, validateStrictJson } from "../shared/strict-json.ts";
+import { decodeUtf8Strict, parseStrictJson } from "../shared/strict-json.ts";
 
 /** Client frames may nest tool arguments; deeper than this is refused before parsing. */
 export const CLIENT_MAX_DEPTH = 64;
@@ -20,14 +20,14 @@ export type ClientFrame =
 export function classifyClientLine(line: Uint8Array): ClientFrame {
   const text = decodeUtf8Strict(line);
   if (text === null) return reject(-32700, "not valid UTF-8", recoverIdFromHead(line));
-  const failure = validateStrictJson(text, { maxDepth: CLIENT_MAX_DEPTH });
-  if (failure) {
-    const code = failure.fault === "syntax" ? -32700 : -32600;
+  const parsed = parseStrictJson(text, { maxDepth: CLIENT_MAX_DEPTH });
+  if (!parsed.ok) {
+    const code = parsed.fault === "syntax" ? -32700 : -32600;
     // The log line must not echo message content (a duplicated key may be an argument's name).
-    const reason = `${FAULT_TEXT[failure.fault]} at offset ${failure.offset}`;
-    return reject(code, reason, failure.fault === "syntax" ? anchoredId(text) : lenientId(text));
+    const reason = `${FAULT_TEXT[parsed.fault]} at offset ${parsed.offset}`;
+    return reject(code, reason, parsed.fault === "syntax" ? anchoredId(text) : lenientId(text));
   }
-  const msg: unknown = JSON.parse(text);
+  const msg = parsed.value;
   if (Array.isArray(msg)) return reject(-32600, "batches are not accepted", null);
   if (typeof msg !== "object" || msg === null) return reject(-32600, "a message must be a JSON object", null);
   const m = msg as Record<string, unknown>;

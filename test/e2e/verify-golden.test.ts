@@ -7,11 +7,12 @@
  * by the current `dist/vigil wrap` (pins that today's writer and reader agree).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   CAPTURE,
   CAPTURE_KINDS,
+  CAPTURE_POLICY,
   type CaptureKind,
   type MadeCapture,
   codesOf,
@@ -21,6 +22,8 @@ import {
   verifyJson,
 } from "../helpers/capture.ts";
 import { requireBinary } from "../helpers/bin.ts";
+import { tmpDir } from "../helpers/fixture.ts";
+import { EVENT_SOURCE, disposeWrapSessions, startWrap } from "../helpers/wrap.ts";
 
 interface Expectation {
   verdict: "closed" | "incomplete";
@@ -139,5 +142,40 @@ describe("what the reported numbers mean", () => {
     expect(verifyJson(goldenDir("exit7")).server).toEqual({ exit_code: 7, signal: null });
     expect(verifyJson(goldenDir("sigkill")).server).toEqual({ exit_code: null, signal: 9 });
     expect(runVerify([goldenDir("exit7")]).stdout).toMatch(/not that the server ran successfully/);
+  });
+});
+
+describe("a capture written with the individual output flags (no --capture-dir)", () => {
+  test("placed under the capture file names, it reads cleanly but has no manifest: unknown, only file_missing", async () => {
+    const tmp = tmpDir("vigil-verify-flags");
+    const dir = tmp.file("capture");
+    mkdirSync(dir);
+    const at = (name: string) => join(dir, name);
+    const s = startWrap(
+      {
+        capture: false,
+        policy: CAPTURE_POLICY,
+        flags: [
+          "--event-source", EVENT_SOURCE,
+          "--decision-log", at(CAPTURE.decisions), "--decision-log-new",
+          "--receipts-out", at(CAPTURE.receipts),
+          "--session-context-out", at(CAPTURE.context),
+          "--session-stop-out", at(CAPTURE.stop),
+        ],
+      },
+      tmp,
+    );
+    try {
+      await s.initialize();
+      expect((await s.call("echo", { text: "hi" })).result).toBeDefined();
+      expect((await s.call("exec", { cmd: "x" })).result?.isError).toBe(true);
+      expect((await s.finish()).code).toBe(0);
+      const doc = verifyJson(dir);
+      expect(doc.verdict).toBe("unknown");
+      expect(doc.reasons.map((r) => [r.code, r.file])).toEqual([["file_missing", CAPTURE.manifest]]);
+      expect(doc.decisions).toEqual({ written: 2, dropped: 0, verified: 2 });
+    } finally {
+      await disposeWrapSessions();
+    }
   });
 });

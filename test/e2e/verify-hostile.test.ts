@@ -12,6 +12,7 @@ import {
   codesOf,
   copyCapture,
   goldenDir,
+  VIGIL_BIN,
   runVerify,
   tamper,
   tamperJson,
@@ -203,5 +204,17 @@ describe("each problem is reported once", () => {
     tamper(dir, CAPTURE.decisions, (b) => Buffer.concat([b, Buffer.alloc(8 * 1024 * 1024 + 1 - b.length, 0x20)]), { rehash: true });
     const doc = verifyJson(dir);
     expect(codesOf(doc).filter((c) => c === "file_too_large")).toHaveLength(1);
+  });
+});
+
+describe("a report that cannot be written", () => {
+  // BUG (src/verify/run.ts + src/shared/output.ts): a failed write of the report (ENOSPC here; EPIPE
+  // for `vigil verify DIR | true`) escapes to the error boundary as an "internal error" with a stack
+  // trace and exit 70, which the boundary reserves for bugs. It should be one stderr line, and the
+  // exit status should still say something defined (the verdict, or a documented I/O status).
+  test("stdout on /dev/full: no internal error, no stack trace", () => {
+    const r = Bun.spawnSync(["sh", "-c", `"$0" verify "$1" > /dev/full`, VIGIL_BIN, goldenDir("clean")], { stderr: "pipe", timeout: 30_000 });
+    expect(r.stderr.toString()).not.toMatch(/internal error|\n {4}at /);
+    expect(r.exitCode).not.toBe(70);
   });
 });

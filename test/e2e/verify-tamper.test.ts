@@ -413,9 +413,9 @@ describe("the manifest and the closure", () => {
     expectExactly(dir, "unknown", ["file_missing", "stop_missing"]);
   });
 
-  // BUG (src/verify/verify-capture.ts): stop_missing is suppressed whenever any finding names
-  // session-stop.json, including the manifest's manifest_file_missing, so a deleted stop record
-  // is reported only as a manifest discrepancy, never as the missing closure it is.
+  // Regression: stop_missing used to be suppressed whenever any finding named session-stop.json,
+  // including the manifest's manifest_file_missing, so a deleted stop record was reported only as
+  // a manifest discrepancy, never as the missing closure it is.
   test("a missing stop record (manifest untouched) → manifest_file_missing and stop_missing", () => {
     const { dir } = copyOf();
     removeFile(dir, CAPTURE.stop);

@@ -374,7 +374,7 @@ describe("envelopes, ids, and the context pair", () => {
     expect(r.decisions).toEqual({ written: null, dropped: null, verified: 0 });
   });
 
-  // BUG (src/verify/verify-capture.ts): `stop_missing` is skipped whenever any earlier finding names
+  // Regression: `stop_missing` used to be skipped whenever any earlier finding named
   // session-stop.json — including the manifest's `manifest_file_missing` for the same file.
   test("a stop record listed in the manifest but missing → manifest_file_missing and stop_missing", () => {
     const input = goldenInput("clean");
