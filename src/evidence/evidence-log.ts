@@ -63,10 +63,11 @@ export class EvidenceLog {
       this.dropped++;
       return false;
     }
-    const line = Buffer.from(`${record}\n`);
+    const line = `${record}\n`;
+    const length = Buffer.byteLength(line);
     try {
-      const n = this.write(line);
-      if (n !== line.length) throw Object.assign(new Error(`short write (${n} of ${line.length} bytes)`), { code: "EIO" });
+      const n = this.write(line, length);
+      if (n !== length) throw Object.assign(new Error(`short write (${n} of ${length} bytes)`), { code: "EIO" });
       if (this.options.syncEachLine) fdatasyncSync(this.fd);
     } catch (e) {
       this.failure = `${errnoCode(e) ?? "error"}: ${errorMessage(e)}`;
@@ -74,7 +75,7 @@ export class EvidenceLog {
       return false;
     }
     this.written++;
-    this.bytesWritten += line.length;
+    this.bytesWritten += length;
     this.prefix.update(line);
     return true;
   }
@@ -98,14 +99,15 @@ export class EvidenceLog {
     }
   }
 
-  private write(line: Buffer): number {
+  private write(line: string, length: number): number {
     const fd = this.fd!;
     const limit = this.options.failAfterBytes;
-    if (limit !== undefined && this.bytesWritten + line.length > limit) {
+    if (limit !== undefined && this.bytesWritten + length > limit) {
       const room = Math.max(0, limit - this.bytesWritten);
-      if (room > 0) writeSync(fd, line, 0, room);
+      if (room > 0) writeSync(fd, Buffer.from(line).subarray(0, room));
       throw Object.assign(new Error("no space left on device (test fault seam)"), { code: "ENOSPC" });
     }
+    // One write(2) of the whole line; a string is encoded straight into it, with no Buffer copy.
     return writeSync(fd, line);
   }
 }

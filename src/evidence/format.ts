@@ -25,9 +25,16 @@ export const stopEventId = (sessionId: string) => `evt_stop_${sessionId}`;
 export const decisionEventId = (sessionId: string, seq: number) => `evt_decision_${sessionId}_${seq}`;
 export const receiptEventId = (sessionId: string, seq: number) => `evt_receipt_${sessionId}_${seq}`;
 
-/** RFC 3339 UTC timestamp with millisecond precision. */
+let lastMs = Number.NaN;
+let lastText = "";
+
+/** RFC 3339 UTC timestamp with millisecond precision (formatted once per millisecond). */
 export function rfc3339(ms: number = Date.now()): string {
-  return new Date(ms).toISOString();
+  if (ms !== lastMs) {
+    lastMs = ms;
+    lastText = new Date(ms).toISOString();
+  }
+  return lastText;
 }
 
 /** A CloudEvents 1.0 structured-mode envelope, members in a fixed order. */
@@ -39,14 +46,8 @@ export function cloudEvent(
   subject?: string,
   timeMs?: number,
 ): Record<string, unknown> {
-  return {
-    specversion: "1.0",
-    type,
-    source,
-    id,
-    time: rfc3339(timeMs),
-    datacontenttype: "application/json",
-    ...(subject === undefined ? {} : { subject }),
-    data,
-  };
+  const time = rfc3339(timeMs);
+  return subject === undefined
+    ? { specversion: "1.0", type, source, id, time, datacontenttype: "application/json", data }
+    : { specversion: "1.0", type, source, id, time, datacontenttype: "application/json", subject, data };
 }

@@ -35,7 +35,7 @@ export interface DecisionData {
 
 export function decisionEvent(source: string, data: DecisionData): Record<string, unknown> {
   const { session_id, seq } = data;
-  return cloudEvent(DECISION_TYPE, source, decisionEventId(session_id, seq), { ...data }, data.tool ?? "");
+  return cloudEvent(DECISION_TYPE, source, decisionEventId(session_id, seq), data as unknown as Record<string, unknown>, data.tool ?? "");
 }
 
 export type ReceiptOutcome = "response" | "error" | "denied" | "rejected" | "no_response";

@@ -3,7 +3,7 @@ import { canonicalJson } from "./canonical-json.ts";
 
 /** Lowercase hex SHA-256 of bytes or of a string's UTF-8 encoding. */
 export function sha256Hex(data: string | Uint8Array): string {
-  return new Bun.CryptoHasher("sha256").update(data).digest("hex");
+  return Bun.SHA256.hash(data, "hex");
 }
 
 /** Lowercase hex SHA-256 of a value's RFC 8785 canonical JSON. */

@@ -1,144 +1,161 @@
 /**
  * Client → server: strict framing and classification, policy on tools/call, decisions on record
  * before anything is forwarded or answered (wrap.md §2, §5, §10).
+ *
+ * Per chunk: every frame is decided synchronously (decision records are written in order as they
+ * are decided), then the forwarded lines go to the server in as few writes as possible. A line is
+ * therefore never forwarded before its decision is on record.
  */
-import { canonicalSha256 } from "../shared/digest.ts";
-import { logLine } from "../shared/log.ts";
-import { type ClientFrame, classifyClientLine, recoverIdFromHead, recoverIdFromTail } from "./client-frames.ts";
-import type { Frame } from "./line-splitter.ts";
 import { evidenceUnavailableDecision } from "../policy/decision.ts";
+import { canonicalSha256, sha256Hex } from "../shared/digest.ts";
+import { logLine } from "../shared/log.ts";
+import { coalesceRuns } from "./byte-runs.ts";
+import { FLUSH_EVERY_BYTES } from "./client-writer.ts";
+import { type ClientFrame, classifyClientLine, recoverIdFromHead, recoverIdFromTail } from "./client-frames.ts";
+import { type Frame, joinParts } from "./line-splitter.ts";
 import { type GateDecision, denyResultLine } from "./policy-gate.ts";
 import type { ProxyState } from "./proxy-state.ts";
 import { errorLine } from "./rpc-replies.ts";
-import { sha256Hex } from "../shared/digest.ts";
 
 type Request = Extract<ClientFrame, { kind: "request" }>;
+type Rejected = Extract<ClientFrame, { kind: "rejected" }>;
 
-/** Handles the frames of one chunk; forwarded lines are written to the server's stdin in order. */
+/** A reply vigil sends itself, with what its receipt needs. */
+interface OwnReply {
+  line: Uint8Array;
+  receipt: { id: Request["id"]; method: string | null; tool?: string; request: Uint8Array; outcome: "denied" | "rejected" } | null;
+  startedMs: number;
+  startedWallMs: number;
+}
+
+/** Handles the frames of one chunk; resolves once forwarded lines and own replies are written. */
 export async function relayClientFrames(state: ProxyState, frames: Frame[]): Promise<void> {
-  let forwarded = false;
-  for (const frame of frames) {
-    if (frame.kind === "oversized") {
-      await refuseOversized(state, frame.head, frame.tail, frame.length);
+  const forward: Uint8Array[] = [];
+  const replies: OwnReply[] = [];
+  for (const input of frames) {
+    if (input.kind === "oversized") {
+      const reply = refuseOversized(state, input.head, input.tail, input.length);
+      if (reply) replies.push(reply);
       continue;
     }
+    // Client lines are parsed whole; the client-side splitter is not asked for parts anyway.
+    const frame = input.kind === "parts" ? joinParts(input) : input;
     if (isBlank(frame.bytes)) continue;
     state.counts.client_messages++;
     const msg = classifyClientLine(frame.bytes);
-    if (msg.kind === "rejected") {
-      await refuse(state, msg, frame.bytes);
-      continue;
-    }
     if (msg.kind === "request") {
       if (msg.method !== "server/discover") state.evidence.start();
       if (state.pending.has(msg.idKey)) {
-        await refuse(state, { kind: "rejected", code: -32600, reason: "request id is already in use", id: msg.id, notification: false }, frame.bytes);
+        const reply = refuse(state, { kind: "rejected", code: -32600, reason: "request id is already in use", id: msg.id, notification: false }, frame.bytes);
+        if (reply) replies.push(reply);
         continue;
       }
-      if (msg.method === "tools/call" && !(await admitToolCall(state, msg, frame.bytes))) continue;
-      if (msg.method === "initialize") state.evidence.noteHandshake({ client_info: clientInfo(msg.params) });
       const tool = msg.method === "tools/call" ? toolName(msg.params) : undefined;
-      state.track(
-        msg.idKey,
-        { id: msg.id, method: msg.method, ...(tool === undefined ? {} : { tool }), startedMs: performance.now(), startedAt: new Date().toISOString() },
-        frame.bytes,
-      );
+      if (msg.method === "tools/call") {
+        const denied = admitToolCall(state, msg, tool, frame.bytes);
+        if (denied) {
+          replies.push(denied);
+          continue;
+        }
+      }
+      if (msg.method === "initialize") state.evidence.noteHandshake({ client_info: clientInfo(msg.params) });
+      state.track(msg.idKey, msg.id, msg.method, tool, frame.bytes);
+    } else if (msg.kind === "rejected") {
+      const reply = refuse(state, msg, frame.bytes);
+      if (reply) replies.push(reply);
+      continue;
     }
-    forwardToServer(state, frame.withNewline);
-    forwarded = true;
+    forward.push(frame.withNewline);
   }
-  if (forwarded) await flushServer(state);
+  if (forward.length > 0) await forwardToServer(state, forward);
+  if (replies.length > 0) await sendOwnReplies(state, replies);
 }
 
-/** Evaluates a tools/call and records the decision. True when the call may be forwarded. */
-async function admitToolCall(state: ProxyState, msg: Request, line: Uint8Array): Promise<boolean> {
-  const started = performance.now();
-  const tool = toolName(msg.params);
-  const args = toolArguments(msg.params);
+/** Evaluates a tools/call and records the decision; returns the deny reply, or null to forward. */
+function admitToolCall(state: ProxyState, msg: Request, tool: string | undefined, line: Uint8Array): OwnReply | null {
+  const startedMs = performance.now();
   let decision = state.policy.evaluate(msg.params);
   const evidenceDown = state.evidence.unavailable && state.onEvidenceFailure === "deny";
-  if (evidenceDown) decision = evidenceUnavailable();
+  if (evidenceDown) decision = evidenceUnavailableDecision();
   // Dry run never blocks on policy, but a failed evidence writer still closes the gate.
   let wouldDeny = state.policy.dryRun && decision.decision === "deny" && !evidenceDown;
-  const recorded = state.evidence.recordDecision({
-    request_id: msg.id,
-    tool: tool ?? null,
-    decision: wouldDeny ? "would_deny" : decision.decision,
-    reason_code: decision.reason_code,
-    reason: decision.reason,
-    matched_rule: decision.matched_rule,
-    arguments_sha256: canonicalSha256(args),
-  });
-  // Fail closed: a call is forwarded only after its decision is on record.
-  if (!recorded && state.onEvidenceFailure === "deny") {
-    decision = evidenceUnavailable();
-    wouldDeny = false;
+  if (state.evidence.keepsDecisions) {
+    const recorded = state.evidence.recordDecision({
+      request_id: msg.id,
+      tool: tool ?? null,
+      decision: wouldDeny ? "would_deny" : decision.decision,
+      reason_code: decision.reason_code,
+      reason: decision.reason,
+      matched_rule: decision.matched_rule,
+      arguments_sha256: canonicalSha256(toolArguments(msg.params)),
+    });
+    // Fail closed: a call is forwarded only after its decision is on record.
+    if (!recorded && state.onEvidenceFailure === "deny") {
+      decision = evidenceUnavailableDecision();
+      wouldDeny = false;
+    }
   }
   if (decision.decision === "allow" || wouldDeny) {
     state.policy.forwarded();
-    return true;
+    return null;
   }
-  const reply = denyResultLine(msg.id, tool ?? null, decision);
-  await state.client.write([reply]);
-  if (state.evidence.started) {
-    state.receipt(
-      {
-        id: msg.id,
-        method: msg.method,
-        ...(tool === undefined ? {} : { tool }),
-        startedMs: started,
-        startedAt: new Date().toISOString(),
-        requestSha256: sha256Hex(line),
-        requestBytes: line.length,
-      },
-      "denied",
-      reply.subarray(0, reply.length - 1),
-    );
-  }
-  return false;
+  return {
+    line: denyResultLine(msg.id, tool ?? null, decision as GateDecision),
+    receipt: { id: msg.id, method: msg.method, ...(tool === undefined ? {} : { tool }), request: line, outcome: "denied" },
+    startedMs,
+    startedWallMs: Date.now(),
+  };
 }
 
-function evidenceUnavailable(): GateDecision {
-  return evidenceUnavailableDecision();
-}
-
-async function refuse(state: ProxyState, msg: Extract<ClientFrame, { kind: "rejected" }>, line: Uint8Array): Promise<void> {
+function refuse(state: ProxyState, msg: Rejected, line: Uint8Array): OwnReply | null {
   state.counts.rejected_frames++;
   logLine(`refused a client frame (${msg.code}): ${msg.reason}`);
-  if (msg.id === null) return;
-  const reply = errorLine(msg.id, msg.code, `vigil: ${msg.code === -32700 ? "parse error" : "invalid request"}: ${msg.reason}`);
-  await state.client.write([reply]);
-  if (state.evidence.started) {
-    const now = performance.now();
-    state.receipt(
-      { id: msg.id, method: null, startedMs: now, startedAt: new Date().toISOString(), requestSha256: sha256Hex(line), requestBytes: line.length },
-      "rejected",
-      reply.subarray(0, reply.length - 1),
-    );
-  }
+  if (msg.id === null) return null;
+  return {
+    line: errorLine(msg.id, msg.code, `vigil: ${msg.code === -32700 ? "parse error" : "invalid request"}: ${msg.reason}`),
+    receipt: { id: msg.id, method: null, request: line, outcome: "rejected" },
+    startedMs: performance.now(),
+    startedWallMs: Date.now(),
+  };
 }
 
-async function refuseOversized(state: ProxyState, head: Uint8Array, tail: Uint8Array, length: number): Promise<void> {
+function refuseOversized(state: ProxyState, head: Uint8Array, tail: Uint8Array, length: number): OwnReply | null {
   state.counts.oversized++;
   logLine(`refused a client message of ${length} bytes (cap ${state.maxMessageBytes})`);
   const id = recoverIdFromHead(head) ?? recoverIdFromTail(tail);
-  if (id === null) return;
-  await state.client.write([errorLine(id, -32600, `vigil: message larger than ${state.maxMessageBytes} bytes`)]);
+  if (id === null) return null;
+  // No receipt: the request's bytes were never held, so there is nothing exact to digest.
+  return { line: errorLine(id, -32600, `vigil: message larger than ${state.maxMessageBytes} bytes`), receipt: null, startedMs: 0, startedWallMs: 0 };
 }
 
-function forwardToServer(state: ProxyState, bytes: Uint8Array): void {
-  try {
-    state.serverStdin.write(bytes);
-  } catch {
-    // The server has gone; its exit is handled by the lifecycle, pending requests get errors there.
+async function sendOwnReplies(state: ProxyState, replies: OwnReply[]): Promise<void> {
+  await state.client.write(replies.map((r) => r.line));
+  if (!state.evidence.started) return;
+  for (const r of replies) {
+    if (!r.receipt) continue;
+    const { request, outcome, ...subject } = r.receipt;
+    state.receipt(
+      { ...subject, startedMs: r.startedMs, startedWallMs: r.startedWallMs, requestSha256: state.evidence.keepsReceipts ? sha256Hex(request) : "", requestBytes: request.length },
+      outcome,
+      r.line,
+    );
   }
 }
 
-async function flushServer(state: ProxyState): Promise<void> {
+async function forwardToServer(state: ProxyState, lines: Uint8Array[]): Promise<void> {
   try {
+    let unflushed = 0;
+    for (const run of coalesceRuns(lines)) {
+      state.serverStdin.write(run);
+      unflushed += run.byteLength;
+      if (unflushed >= FLUSH_EVERY_BYTES) {
+        await state.serverStdin.flush();
+        unflushed = 0;
+      }
+    }
     await state.serverStdin.flush();
   } catch {
-    // as above: a dead server is noticed through its exit, not through EPIPE here
+    // The server has gone; its exit is handled by the lifecycle, pending requests get errors there.
   }
 }
 

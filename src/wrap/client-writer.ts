@@ -5,10 +5,13 @@
  * memory stays bounded by one batch.
  */
 import type { FileSink } from "bun";
+import { coalesceRuns } from "./byte-runs.ts";
+
+/** Bytes handed to a sink before waiting for the pipe to take them. */
+export const FLUSH_EVERY_BYTES = 256 * 1024;
 
 export class ClientWriter {
   private readonly sink: FileSink;
-  private flushing: Promise<void> = Promise.resolve();
   /** Set once a write failed (the client went away): later writes are dropped. */
   broken: string | null = null;
   private closed = false;
@@ -26,29 +29,40 @@ export class ClientWriter {
     this.onBroken(this.broken);
   }
 
-  /** Writes whole lines (each ending in "\n") and waits for them to be taken by the pipe. */
+  /**
+   * Writes whole lines (each ending in "\n") and waits for them to be taken by the pipe. Appends to
+   * the sink are synchronous, so concurrent callers can never interleave within a line; a flush
+   * only waits for what is already appended.
+   */
   async write(lines: Uint8Array[]): Promise<boolean> {
     if (this.broken !== null || this.closed) return false;
+    let unflushed = 0;
     try {
-      for (const line of lines) this.sink.write(line);
+      for (const run of coalesceRuns(lines)) {
+        this.sink.write(run);
+        unflushed += run.byteLength;
+        // A large line arrives as many pieces: hand them over in slices, so the sink never copies
+        // a whole multi-megabyte message into its own buffer while the pipe is full.
+        if (unflushed >= FLUSH_EVERY_BYTES) {
+          if (!(await this.flush())) return false;
+          unflushed = 0;
+        }
+      }
     } catch (e) {
       this.fail(e);
       return false;
     }
-    return this.flush();
+    return unflushed === 0 ? true : this.flush();
   }
 
-  private flush(): Promise<boolean> {
-    const next = this.flushing.then(async () => {
-      if (this.broken !== null) return;
-      try {
-        await this.sink.flush();
-      } catch (e) {
-        this.fail(e);
-      }
-    });
-    this.flushing = next;
-    return next.then(() => this.broken === null);
+  private async flush(): Promise<boolean> {
+    if (this.broken !== null) return false;
+    try {
+      await this.sink.flush();
+    } catch (e) {
+      this.fail(e);
+    }
+    return this.broken === null;
   }
 
   /** Flushes what is pending (bounded by the caller) and closes stdout. */

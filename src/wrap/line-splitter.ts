@@ -10,6 +10,11 @@
 export type Frame =
   /** `bytes` excludes the newline; `withNewline` is the exact bytes to forward (line + "\n"). */
   | { kind: "line"; bytes: Uint8Array; withNewline: Uint8Array }
+  /**
+   * A large line that spanned several reads, handed over as its pieces (the last ends with the
+   * newline) instead of being joined: joining copies it once more and doubles its memory.
+   */
+  | { kind: "parts"; parts: Uint8Array[]; length: number }
   /** A line longer than the cap: its first and last few KiB, and its full length. */
   | { kind: "oversized"; head: Uint8Array; tail: Uint8Array; length: number };
 
@@ -26,7 +31,11 @@ export class LineSplitter {
   private oversizedLength = 0;
   private oversizedTail: Uint8Array = new Uint8Array(0);
 
-  constructor(private readonly maxMessageBytes: number) {}
+  /** @param partsAtOrAbove multi-read lines at least this long come as "parts" frames (default: never). */
+  constructor(
+    private readonly maxMessageBytes: number,
+    private readonly partsAtOrAbove = Number.POSITIVE_INFINITY,
+  ) {}
 
   /** Splits a chunk; returns the frames it completes, in order. */
   push(chunk: Uint8Array): Frame[] {
@@ -90,6 +99,12 @@ export class LineSplitter {
     }
     this.parts.push(chunk.subarray(start, nl + 1));
     this.partsLength += length + 1;
+    if (this.partsLength >= this.partsAtOrAbove) {
+      const frame: Frame = { kind: "parts", parts: this.parts, length: this.partsLength - 1 };
+      this.parts = [];
+      this.partsLength = 0;
+      return frame;
+    }
     const withNewline = this.take();
     return { kind: "line", bytes: withNewline.subarray(0, withNewline.length - 1), withNewline };
   }
@@ -144,4 +159,10 @@ export class LineSplitter {
     this.partsLength = 0;
     return joined;
   }
+}
+
+/** Joins a "parts" frame into an ordinary line (one copy), for readers that need it contiguous. */
+export function joinParts(frame: Extract<Frame, { kind: "parts" }>): Extract<Frame, { kind: "line" }> {
+  const withNewline = Buffer.concat(frame.parts, frame.length + 1);
+  return { kind: "line", bytes: withNewline.subarray(0, frame.length), withNewline };
 }

@@ -15,9 +15,10 @@ export interface PendingRequest {
   id: JsonRpcId;
   method: string;
   tool?: string;
-  /** performance.now() at arrival. */
+  /** performance.now() at arrival (durations). */
   startedMs: number;
-  startedAt: string;
+  /** Date.now() at arrival (formatted only when a receipt is written). */
+  startedWallMs: number;
   requestSha256: string;
   requestBytes: number;
   /** Part of the evidence session (false only for a pre-session server/discover). */
@@ -46,9 +47,13 @@ export class ProxyState {
     readonly onEvidenceFailure: "deny" | "continue",
   ) {}
 
-  track(idKey: string, request: Omit<PendingRequest, "inSession" | "requestSha256" | "requestBytes">, line: Uint8Array): void {
+  track(idKey: string, id: JsonRpcId, method: string, tool: string | undefined, line: Uint8Array): void {
     this.pending.set(idKey, {
-      ...request,
+      id,
+      method,
+      ...(tool === undefined ? {} : { tool }),
+      startedMs: performance.now(),
+      startedWallMs: Date.now(),
       // Hashing a large request costs; only receipts need the digest.
       requestSha256: this.evidence.keepsReceipts ? sha256Hex(line) : "",
       requestBytes: line.length,
@@ -60,17 +65,20 @@ export class ProxyState {
   receipt(
     request: ReceiptSubject,
     outcome: "response" | "error" | "denied" | "rejected" | "no_response",
-    response?: Uint8Array,
+    /** The response line's bytes, as one view or as pieces; a final newline is not digested. */
+    response?: Uint8Array | Uint8Array[],
   ): void {
+    if (!this.evidence.keepsReceipts) return;
+    const digest = response === undefined ? undefined : digestLine(Array.isArray(response) ? response : [response]);
     this.evidence.recordReceipt({
       request_id: request.id,
       method: request.method,
       ...(request.tool === undefined ? {} : { tool: request.tool }),
       outcome,
       request_sha256: request.requestSha256,
-      ...(response === undefined ? {} : { response_sha256: sha256Hex(response), response_bytes: response.length }),
+      ...(digest === undefined ? {} : { response_sha256: digest.sha256, response_bytes: digest.bytes }),
       request_bytes: request.requestBytes,
-      started_at: request.startedAt,
+      started_at: new Date(request.startedWallMs).toISOString(),
       duration_us: Math.round((performance.now() - request.startedMs) * 1000),
     });
   }
@@ -88,4 +96,17 @@ export class ProxyState {
     this.pending.clear();
     if (replies.length > 0) await this.client.write(replies);
   }
+}
+
+/** SHA-256 and length of a line held as pieces, excluding its terminating newline. */
+function digestLine(pieces: Uint8Array[]): { sha256: string; bytes: number } {
+  const hasher = new Bun.CryptoHasher("sha256");
+  let bytes = 0;
+  pieces.forEach((piece, i) => {
+    const last = i === pieces.length - 1;
+    const view = last && piece[piece.length - 1] === 0x0a ? piece.subarray(0, piece.length - 1) : piece;
+    hasher.update(view);
+    bytes += view.length;
+  });
+  return { sha256: hasher.digest("hex"), bytes };
 }

@@ -37,6 +37,8 @@ type Ending =
   | { kind: "error"; reason: string };
 
 const DRAIN_AFTER_EXIT_MS = 2000;
+/** Server lines this long that span reads are relayed as pieces, not joined (see server-relay.ts). */
+const LARGE_LINE_BYTES = 1024 * 1024;
 const HANDLED_SIGNALS = { SIGTERM: 15, SIGINT: 2, SIGHUP: 1 } as const;
 
 /** Runs one wrap session to its end; resolves with vigil's exit status. Throws VigilError before spawning. */
@@ -137,7 +139,7 @@ async function finishEnding(
 }
 
 async function pumpServer(state: ProxyState, stdout: ReadableStream<Uint8Array>): Promise<void> {
-  const splitter = new LineSplitter(state.maxMessageBytes);
+  const splitter = new LineSplitter(state.maxMessageBytes, LARGE_LINE_BYTES);
   const reader = stdout.getReader();
   try {
     for (;;) {

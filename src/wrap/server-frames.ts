@@ -51,7 +51,7 @@ function scanObject(b: Buffer): ServerFrameInfo {
     for (;;) {
       if (b[p] !== QUOTE) throw new NotJson();
       const keyEnd = skipString(b, p);
-      const key = keyEnd - p <= 10 ? b.toString("latin1", p + 1, keyEnd - 1) : "";
+      const key = knownKey(b, p + 1, keyEnd - 1);
       p = skipWs(b, keyEnd);
       if (b[p] !== COLON) throw new NotJson();
       p = skipWs(b, p + 1);
@@ -77,6 +77,27 @@ function scanObject(b: Buffer): ServerFrameInfo {
   if (hasMethod) return { kind: idKey === null ? "notification" : "request", outcome: null, idKey };
   if (outcome === null) throw new NotJson();
   return { kind: "response", outcome, idKey };
+}
+
+const KEYS = ["id", "method", "result", "error"] as const;
+const KEY_BYTES = KEYS.map((k) => Buffer.from(k));
+
+/** Which of the four members vigil cares about the key bytes [start, end) name, without allocating. */
+function knownKey(b: Buffer, start: number, end: number): (typeof KEYS)[number] | null {
+  const len = end - start;
+  for (let k = 0; k < KEY_BYTES.length; k++) {
+    const want = KEY_BYTES[k]!;
+    if (want.length !== len) continue;
+    let same = true;
+    for (let i = 0; i < len; i++) {
+      if (b[start + i] !== want[i]) {
+        same = false;
+        break;
+      }
+    }
+    if (same) return KEYS[k]!;
+  }
+  return null;
 }
 
 function normalizeId(raw: string): string | null {

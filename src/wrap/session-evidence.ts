@@ -76,6 +76,10 @@ export class SessionEvidence {
     }
   }
 
+  get keepsDecisions(): boolean {
+    return this.decisionLog !== null;
+  }
+
   get keepsReceipts(): boolean {
     return this.receipts !== null;
   }
@@ -99,12 +103,19 @@ export class SessionEvidence {
   /** Writes one decision record; false when it could not be written. */
   recordDecision(fields: Omit<DecisionData, "session_id" | "seq" | "server_id" | "policy_digest" | "dry_run">): boolean {
     if (!this.decisionLog || this.meta.eventSource === null || this.sessionId === null) return true;
+    // Member order is the format's (wrap.md §5), pinned by golden tests.
     const data: DecisionData = {
       session_id: this.sessionId,
       seq: this.decisionSeq++,
       server_id: this.meta.serverId,
-      ...fields,
+      request_id: fields.request_id,
+      tool: fields.tool,
+      decision: fields.decision,
+      reason_code: fields.reason_code,
+      reason: fields.reason,
+      matched_rule: fields.matched_rule,
       policy_digest: this.meta.policyDigest,
+      arguments_sha256: fields.arguments_sha256,
       dry_run: this.meta.dryRun,
     };
     const ok = this.decisionLog.append(JSON.stringify(decisionEvent(this.meta.eventSource, data)));
