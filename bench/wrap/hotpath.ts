@@ -159,12 +159,12 @@ async function main(): Promise<void> {
         return () => log.append(line);
       })));
     }
-    add("track: sha256Hex(request line) (receipt digest, computed with no receipts requested)", ...(await each((line) => () => sha256Hex(line.subarray(0, line.length - 1)))));
+    add("track: sha256Hex(request line) (receipt digest; skipped when no receipts are kept)", ...(await each((line) => () => sha256Hex(line.subarray(0, line.length - 1)))));
     add("track: new Date().toISOString()", ...(await each(() => () => new Date().toISOString())));
 
     const responses = [texts.small, texts.kib].map((t) => enc.encode(echoResponse(123_456, t)));
     add("response: scanServerFrame", await time(N, () => scanServerFrame(responses[0]!.subarray(0, responses[0]!.length - 1))), await time(N, () => scanServerFrame(responses[1]!.subarray(0, responses[1]!.length - 1))));
-    add("response: sha256Hex(response) (receipt digest, computed with no receipts requested)", await time(N, () => sha256Hex(responses[0]!)), await time(N, () => sha256Hex(responses[1]!)));
+    add("receipt: sha256Hex(response) (computed even when no receipts are kept)", await time(N, () => sha256Hex(responses[0]!)), await time(N, () => sha256Hex(responses[1]!)));
 
     // Whole relays, one tools/call round trip (request frame in, response frame out), fake sinks.
     for (const kind of ["allow-all", "allow-all+log", "policy+log", "policy+capture"] as const) {
@@ -207,7 +207,7 @@ async function main(): Promise<void> {
       for (const c of chunks) s.push(c);
     })]);
     bigRows.push(["scanServerFrame", await time(20, () => scanServerFrame(bigLine.subarray(0, bigLength - 1)))]);
-    bigRows.push(["sha256Hex (receipt digest, computed with no receipts requested)", await time(20, () => sha256Hex(bigLine.subarray(0, bigLength - 1)))]);
+    bigRows.push(["sha256Hex of the response (computed even when no receipts are kept)", await time(20, () => sha256Hex(bigLine.subarray(0, bigLength - 1)))]);
     bigRows.push(["Buffer.concat of 129 chunks (reference: one 8 MiB copy)", await time(20, () => Buffer.concat(chunks, bigLength))]);
     {
       const h = await harness(dir, "allow-all+log");

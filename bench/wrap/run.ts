@@ -14,7 +14,7 @@
  *   bun bench/wrap/run.ts [--write] [--rounds N] [--quick] [--setups a,b,…] [--phases a,b,…] [experiment flags]
  *
  *   --write             add or replace today's section in bench/RESULTS.md
- *   --rounds N          rounds (default 3); the median round is reported
+ *   --rounds N          rounds (default 5); the median round is reported
  *   --quick             one short round (smoke test; never written)
  *   --phases            any of latency,throughput,large (default: all)
  *   --setups            any of the setups below (default: direct,relay,wrap,wrap+policy)
@@ -89,7 +89,7 @@ function parseArgs(argv: string[]): Config {
   const c: Config = {
     write: false,
     quick: false,
-    rounds: 3,
+    rounds: 5,
     setups: ["direct", "relay", "wrap", "wrap+policy"],
     phases: [...PHASE_NAMES],
     latencyWarmup: 5000,

@@ -1,6 +1,7 @@
 /** `vigil verify`: load within bounds, verify (pure), render; the verdict is the exit status. */
 import { statSync } from "node:fs";
-import { VigilError } from "../shared/errors.ts";
+import { VigilError, errnoCode, errorMessage } from "../shared/errors.ts";
+import { logLine } from "../shared/log.ts";
 import { writeStdout } from "../shared/output.ts";
 import { VERDICT_EXIT, VERIFY_USAGE_EXIT } from "./findings.ts";
 import { loadCapture } from "./load-capture.ts";
@@ -39,6 +40,12 @@ export function runVerify(a: VerifyArgs): number {
   }
   if (!isDir) throw usage(`${a.dir} is not a directory`);
   const report = verifyCapture(loadCapture(a.dir), { requireReceipts: a.requireReceipts });
-  writeStdout(a.json ? renderJson(report) : renderText(report));
+  try {
+    writeStdout(a.json ? renderJson(report) : renderText(report));
+  } catch (e) {
+    // The verdict stands even when its report cannot be delivered; a reader that left (EPIPE) is
+    // not an error worth a line, anything else is said once.
+    if (errnoCode(e) !== "EPIPE") logLine(`verify: cannot write the report: ${errorMessage(e)}`);
+  }
   return VERDICT_EXIT[report.verdict];
 }

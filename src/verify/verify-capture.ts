@@ -60,7 +60,15 @@ export function verifyCapture(input: CaptureInput, options: VerifyOptions): Veri
   return report(findings, stop, verified);
 }
 
-function report(findings: Finding[], stop: StopRecordT | null, verified: number): VerifyReport {
+function report(all: Finding[], stop: StopRecordT | null, verified: number): VerifyReport {
+  // A file that is, say, a symlink is found both by the manifest check and by its reader: once is enough.
+  const seen = new Set<string>();
+  const findings = all.filter((f) => {
+    const key = `${f.code}\u0000${f.file}\u0000${f.message}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
   return {
     verdict: verdictOf(findings),
     reasons: findings,

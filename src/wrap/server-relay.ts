@@ -56,6 +56,9 @@ export async function relayServerFrames(state: ProxyState, frames: Frame[]): Pro
   }
   if (out.length === 0) return;
   await state.client.write(out);
+  // A relayed multi-megabyte line is garbage now; ask for a collection so memory stays flat
+  // across large results instead of growing until the collector's own heuristics kick in.
+  if (frames.some((f) => f.kind === "parts")) Bun.gc(false);
   for (const c of completed) {
     if (c.request.inSession) state.receipt(c.request, c.outcome, c.pieces);
   }

@@ -52,6 +52,60 @@ describe("parseRecord", () => {
   });
 });
 
+describe("parseRecord: the fast path (JSON.parse + key count + depth scan) refuses what the scanner refuses", () => {
+  const cases: [string, string][] = [
+    ['{"__proto__":1,"__proto__":2}', "duplicate_key"],
+    ['[{"a":1},{"a":1,"a":2}]', "duplicate_key"],
+    ['{"a":"x\\":y","a":1}', "duplicate_key"],
+    ['{"a" : 1, "a"\n:2}', "duplicate_key"],
+    ['{"k":"\\\\","k":1}', "duplicate_key"],
+    ['{"\\u0061":1,"a":2}', "duplicate_key"],
+    ['{"":1,"":2}', "duplicate_key"],
+    ['{"1":1,"1":2}', "duplicate_key"],
+    ['{"a":{"b":{"c":1,"c":1}}}', "duplicate_key"],
+    ["[1e400]", "non_finite_number"],
+    ['[{"a":[-1e400]}]', "non_finite_number"],
+    [`[${"9".repeat(400)}]`, "non_finite_number"],
+    ['{"a":1} x', "invalid_json"],
+    ['{"a":"unterminated}', "invalid_json"],
+    ['{"a":1,}', "invalid_json"],
+    ['{"a":"\u0001"}', "invalid_json"],
+  ];
+  for (const [text, code] of cases) {
+    test(`${JSON.stringify(text).slice(0, 60)} → ${code}`, () => expect(codeOf(text)).toBe(code));
+  }
+
+  const fine = [
+    '{"__proto__":{"a":1},"b":2}',
+    '{"a":"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["}',
+    '["]\\"[",{"x":"}"},"\\\\"]',
+    '{"a\\\\":1,"a":2}',
+    '{"a":1e308,"b":-0,"c":1e-400}',
+    `${"[".repeat(16)}${"{\"k\":".repeat(16)}1${"}".repeat(16)}${"]".repeat(16)}`,
+  ];
+  for (const text of fine) {
+    test(`${JSON.stringify(text).slice(0, 60)} → accepted, same value as JSON.parse`, () => {
+      const r = parseRecord(enc(text), "f");
+      expect(r.ok).toBe(true);
+      if (r.ok) expect(r.value).toEqual(JSON.parse(text));
+    });
+  }
+
+  test("an own __proto__ member stays data, not a prototype", () => {
+    const r = parseRecord(enc('{"__proto__":{"polluted":true}}'), "f");
+    expect(r.ok).toBe(true);
+    if (r.ok) {
+      expect(Object.hasOwn(r.value as object, "__proto__")).toBe(true);
+      expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    }
+  });
+
+  test("a string argument (already decoded) is handled like bytes", () => {
+    expect(parseRecord('{"a":1,"a":2}', "f").ok).toBe(false);
+    expect(parseRecord('{"a":1}', "f")).toEqual({ ok: true, value: { a: 1 } });
+  });
+});
+
 describe("splitNdjson", () => {
   test("complete lines, their bytes (newlines included), and the tail", () => {
     const s = splitNdjson(enc("a\nbb\nccc"), 10)!;
