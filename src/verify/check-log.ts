@@ -40,10 +40,11 @@ export interface LogResult {
 
 /**
  * Each line leaves a few KiB of parse garbage; on a 10,000-line log the collector's own pacing lets
- * it reach several times the log's size. One forced collection per this many lines keeps verify
- * under 4× the capture above the runtime's baseline for ~3 ms each (bench/RESULTS.md, verify).
+ * it pile up to several times the log's size. A forced collection every this many lines (~4 ms
+ * each) brings verify's peak above the runtime's own baseline from ~5× to ~4× the capture
+ * (bench/RESULTS.md, verify).
  */
-const COLLECT_EVERY_LINES = 4000;
+export const COLLECT_EVERY_LINES = 3000;
 
 /** Per-record findings stop after this many, so a hostile log cannot flood the report. */
 const MAX_RECORD_FINDINGS = 10;
