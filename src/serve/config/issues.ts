@@ -1,0 +1,59 @@
+/**
+ * Config problems as text: one line per problem, `<path>: <what was expected>`, for example
+ * `mcp_servers[1].events[0].delivery: expected "poll" | "push" | "webhook"`.
+ *
+ * Not `v.summarize`: its paths are dotted indices (`mcp_servers.1.events.0`) over two lines, and
+ * valibot's default messages end in "but received <value>", which could print a secret. Here the
+ * value is never printed, and a known secret is scrubbed from the finished text as a last guard.
+ */
+import type * as v from "valibot";
+import { VigilError } from "../../shared/errors.ts";
+import { formatPolicyPath, type PathSegment } from "../../policy/policy-path.ts";
+
+/** Problems shown in one error; the rest are counted. */
+export const MAX_REPORTED_PROBLEMS = 20;
+
+/** Placeholder for a secret in redacted output and scrubbed messages. */
+export const REDACTED = "<redacted>";
+
+/** Secrets shorter than this are not scrubbed from messages (they would mangle ordinary words). */
+const MIN_SCRUB_CHARS = 4;
+
+/** `model.base_url`, `mcp_servers[0].headers.Authorization`, `headers["x y"]`. */
+export function formatPath(segments: readonly PathSegment[]): string {
+  return formatPolicyPath(segments);
+}
+
+/** One line for one valibot issue; never includes the refused value. */
+export function formatIssue(issue: v.BaseIssue<unknown>): string {
+  const segments = (issue.path ?? []).map((item) => item.key as PathSegment);
+  const path = formatPath(segments);
+  let what: string;
+  if (issue.type === "strict_object" && issue.expected === "never") what = "unknown key";
+  else if (issue.type === "strict_object" && issue.input === undefined && segments.length > 0) what = "required key is missing";
+  else what = stripReceived(issue.message);
+  return path === "" ? what : `${path}: ${what}`;
+}
+
+// Our schema messages never contain this; valibot's defaults do, followed by the value.
+function stripReceived(message: string): string {
+  const cut = message.indexOf(" but received");
+  return cut < 0 ? message : message.slice(0, cut);
+}
+
+/** Replaces every occurrence of every (long enough) secret in `text`. */
+export function scrub(text: string, secrets: Iterable<string>): string {
+  let out = text;
+  for (const secret of secrets) {
+    if (secret.length >= MIN_SCRUB_CHARS) out = out.split(secret).join(REDACTED);
+  }
+  return out;
+}
+
+/** A config_invalid error (exit 2): `config <source>: <problem>`, one line per problem. */
+export function configError(source: string, problems: readonly string[], secrets: Iterable<string> = [], hint?: string): VigilError {
+  const shown = problems.slice(0, MAX_REPORTED_PROBLEMS).map((p) => `config ${source}: ${p}`);
+  const hidden = problems.length - shown.length;
+  if (hidden > 0) shown.push(`config ${source}: (and ${hidden} more problem${hidden === 1 ? "" : "s"})`);
+  return new VigilError("config_invalid", scrub(shown.join("\n"), [...secrets]), hint === undefined ? {} : { hint });
+}

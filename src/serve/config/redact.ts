@@ -1,0 +1,82 @@
+/**
+ * Which parts of a loaded config are secret, and copies of it that are safe to print or log.
+ *
+ * Secret: every `headers` value and every stdio `env` value (always, by position); any value that a
+ * `${VAR}` expansion produced; a URL carrying user:password credentials. The model's API key is
+ * never in the config at all (see `modelApiKey`). The expanded paths are remembered per config
+ * object by the loader; a config built elsewhere (or a copy) still gets the by-position redaction.
+ */
+import { formatPath, REDACTED } from "./issues.ts";
+import type { PathSegment } from "../../policy/policy-path.ts";
+import type { ServeConfig } from "./schema.ts";
+
+const secretPathsByConfig = new WeakMap<ServeConfig, ReadonlySet<string>>();
+
+/** Records the paths of `config` that hold secrets beyond the by-position ones. Loader use. */
+export function registerSecretPaths(config: ServeConfig, paths: Iterable<string>): void {
+  secretPathsByConfig.set(config, new Set(paths));
+}
+
+/** True when the URL embeds credentials (`https://user:pass@host`). */
+export function hasUrlCredentials(url: string): boolean {
+  if (!URL.canParse(url)) return false;
+  const parsed = new URL(url);
+  return parsed.username !== "" || parsed.password !== "";
+}
+
+/** A deep copy with every secret value replaced by "<redacted>". Never mutates `config`. */
+export function redactConfig(config: ServeConfig): ServeConfig {
+  const paths = secretPathsByConfig.get(config) ?? new Set<string>();
+  const hide = (value: string, segments: PathSegment[], always = false): string =>
+    always || paths.has(formatPath(segments)) ? REDACTED : value;
+  const hideUrl = (value: string, segments: PathSegment[]) => hide(value, segments, hasUrlCredentials(value));
+  const hideMap = (m: Record<string, string>) =>
+    Object.fromEntries(Object.keys(m).map((k) => [k, REDACTED]));
+
+  const copy = structuredClone(config);
+  const model = copy.model;
+  if (model.provider === "openai") model.base_url = hideUrl(model.base_url, ["model", "base_url"]);
+  else model.command = model.command.map((part, j) => hide(part, ["model", "command", j]));
+  copy.mcp_servers.forEach((server, i) => {
+    const at: PathSegment[] = ["mcp_servers", i];
+    if (server.transport === "http") {
+      server.url = hideUrl(server.url, [...at, "url"]);
+      server.headers = hideMap(server.headers);
+    } else {
+      server.command = hide(server.command, [...at, "command"]);
+      server.args = server.args.map((arg, j) => hide(arg, [...at, "args", j]));
+      server.env = hideMap(server.env);
+    }
+  });
+  return copy;
+}
+
+const MAX_SERVERS_DESCRIBED = 8;
+
+/**
+ * One line for the startup log, built from the redacted copy, for example
+ * `model=openai:qwen3@http://127.0.0.1:11434/v1 servers=tickets(http,1 event),fs(stdio) policy=/etc/vigil/policy.yaml evidence=vigil://host/agent`.
+ */
+export function describeConfig(config: ServeConfig): string {
+  const safe = redactConfig(config);
+  const model = safe.model.provider === "openai"
+    ? `openai:${safe.model.model}@${shortUrl(safe.model.base_url)}`
+    : `command:${safe.model.command[0] ?? ""}`;
+  const servers = safe.mcp_servers.slice(0, MAX_SERVERS_DESCRIBED).map((s) => {
+    const n = s.events.length;
+    return `${s.name}(${s.transport}${n === 0 ? "" : `,${n} event${n === 1 ? "" : "s"}`})`;
+  });
+  const more = safe.mcp_servers.length - servers.length;
+  if (more > 0) servers.push(`+${more} more`);
+  const parts = [`model=${model}`, `servers=${servers.length === 0 ? "none" : servers.join(",")}`];
+  if (safe.policy !== undefined) parts.push(`policy=${safe.policy}`);
+  if (safe.evidence !== undefined) parts.push(`evidence=${safe.evidence.event_source}`);
+  return parts.join(" ").replace(/[\r\n]/g, " ");
+}
+
+/** Origin and path only: no query or fragment (they may carry tokens even when not expanded). */
+function shortUrl(url: string): string {
+  if (url === REDACTED || !URL.canParse(url)) return url;
+  const parsed = new URL(url);
+  return `${parsed.origin}${parsed.pathname === "/" ? "" : parsed.pathname}`;
+}

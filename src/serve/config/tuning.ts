@@ -1,0 +1,99 @@
+/**
+ * The tuning knobs of serve.md "Tuning knobs": timings and bounds that tests and operators change
+ * through the environment. Each value is a decimal integer (digits only: no sign, no exponent, no
+ * unit) within the bounds below; unset or empty means the default. A bad value is a
+ * VigilError("config_invalid") (exit 2) naming the variable, one line per bad variable.
+ *
+ * The first nine are the spec's list; the rest are the other timings of serve.md §6 ("in the same
+ * form when needed"): the healthy period that restores the re-discovery budget (10 min), the retry
+ * interval of refused subscriptions (1 h), the retry backoff cap of configured subscriptions (60 s),
+ * how many sessions are restored at boot (32) and within which TTL, the push-stream buffer and the
+ * JWKS fetch deadline.
+ */
+import * as v from "valibot";
+import { VigilError } from "../../shared/errors.ts";
+import type { Env } from "./expand.ts";
+
+interface Knob {
+  /** The environment variable. */
+  readonly env: string;
+  readonly default: number;
+  readonly min: number;
+  readonly max: number;
+}
+
+const SECOND = 1000;
+const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
+
+/** Every knob: variable, default and inclusive bounds. */
+export const TUNING_KNOBS = {
+  /** Floor on a poll's `nextPollMs`; also the wait after a `hasMore` page with nothing new. */
+  pollFloorMs: { env: "VIGIL_EVENTS_POLL_FLOOR_MS", default: 1000, min: 1, max: HOUR },
+  /** Minimum gap between two follow_up injections into one session. 0 = inject at once. */
+  coalesceMs: { env: "VIGIL_EVENTS_COALESCE_MS", default: 2000, min: 0, max: HOUR },
+  /** A push stream silent this long is presumed dead and reconnected. */
+  streamIdleMs: { env: "VIGIL_EVENTS_STREAM_IDLE_MS", default: 70_000, min: 1, max: DAY },
+  /** `ttlMs` asked for a webhook subscription (the server's grant wins). */
+  webhookTtlMs: { env: "VIGIL_EVENTS_WEBHOOK_TTL_MS", default: HOUR, min: 100, max: 7 * DAY },
+  /** Pending (undelivered) events per session, by count … */
+  maxPending: { env: "VIGIL_EVENTS_MAX_PENDING", default: 1000, min: 1, max: 1_000_000 },
+  /** … and by bytes. */
+  maxPendingBytes: { env: "VIGIL_EVENTS_MAX_PENDING_BYTES", default: 16 * MiB, min: 1024, max: GiB },
+  /** Deadline for a whole webhook body. */
+  bodyTimeoutMs: { env: "VIGIL_EVENTS_BODY_TIMEOUT_MS", default: 10_000, min: 1, max: 10 * MINUTE },
+  /** Per-message cap on every MCP path. */
+  mcpMaxMessageBytes: { env: "VIGIL_MCP_MAX_MESSAGE_BYTES", default: 32 * MiB, min: 1024, max: GiB },
+  /** Grace between closing a stdio server's stdin and sweeping its process group. */
+  shutdownGraceMs: { env: "VIGIL_SHUTDOWN_GRACE_MS", default: 3000, min: 0, max: 10 * MINUTE },
+  /** Healthy time after which the re-discovery budget is restored. */
+  healthyMs: { env: "VIGIL_EVENTS_HEALTHY_MS", default: 10 * MINUTE, min: 1, max: DAY },
+  /** Retry interval of a permanently refused configured subscription. */
+  refusedRetryMs: { env: "VIGIL_EVENTS_REFUSED_RETRY_MS", default: HOUR, min: 1, max: DAY },
+  /** Cap of the retry backoff of configured subscriptions. */
+  retryCapMs: { env: "VIGIL_EVENTS_RETRY_CAP_MS", default: MINUTE, min: 1, max: DAY },
+  /** Sessions woken at boot to restore runtime subscriptions (most recently used first). */
+  maxRestoredSessions: { env: "VIGIL_EVENTS_MAX_RESTORED_SESSIONS", default: 32, min: 0, max: 1024 },
+  /** A runtime subscription is restored only within this time since its session's last client command. */
+  runtimeTtlMs: { env: "VIGIL_EVENTS_RUNTIME_TTL_MS", default: 7 * DAY, min: 1, max: 365 * DAY },
+  /** Notifications buffered per push stream before drain-then-resume. */
+  streamBuffer: { env: "VIGIL_EVENTS_STREAM_BUFFER", default: 256, min: 1, max: 1_000_000 },
+  /** Deadline for one JWKS fetch (headers and body). */
+  jwksTimeoutMs: { env: "VIGIL_EVENTS_JWKS_TIMEOUT_MS", default: 5000, min: 1, max: 10 * MINUTE },
+} as const satisfies Record<string, Knob>;
+
+export type TuningKnob = keyof typeof TUNING_KNOBS;
+export type ServeTuning = { readonly [K in TuningKnob]: number };
+
+function knobSchema(knob: Knob) {
+  const expected = `expected an integer from ${knob.min} to ${knob.max}`;
+  return v.pipe(
+    v.string(expected),
+    v.regex(/^[0-9]{1,16}$/, expected),
+    v.transform(Number),
+    v.minValue(knob.min, expected),
+    v.maxValue(knob.max, expected),
+  );
+}
+
+/** Reads every knob from `env`. Throws VigilError("config_invalid") listing every bad variable. */
+export function loadServeTuning(env: Env = process.env): ServeTuning {
+  const problems: string[] = [];
+  const values: Partial<Record<TuningKnob, number>> = {};
+  for (const key of Object.keys(TUNING_KNOBS) as TuningKnob[]) {
+    const knob: Knob = TUNING_KNOBS[key];
+    const raw = env[knob.env];
+    if (raw === undefined || raw === "") {
+      values[key] = knob.default;
+      continue;
+    }
+    const result = v.safeParse(knobSchema(knob), raw);
+    if (result.success) values[key] = result.output;
+    else problems.push(`${knob.env}: ${result.issues[0].message} (got ${JSON.stringify(raw.slice(0, 32))})`);
+  }
+  if (problems.length > 0) throw new VigilError("config_invalid", problems.join("\n"));
+  return values as ServeTuning;
+}

@@ -1,0 +1,78 @@
+/**
+ * Small state snapshots (serve.md §3): written atomically — a temp file (0600, created exclusively
+ * in the same directory), write, fsync, rename over the target, fsync the directory — so a reader
+ * or a crash sees either the old content or the new, never a mix. A failure at any step removes
+ * the temp file and leaves the old content in place.
+ *
+ * Asynchronous on purpose: the fsyncs happen off the event loop, so one session's snapshot does
+ * not stall every other session of the daemon.
+ */
+import { constants } from "node:fs";
+import { type FileHandle, open, rename, unlink } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
+import { readBounded } from "../../verify/bounded-file.ts";
+import { StateError } from "./errors.ts";
+import { FILE_MODE } from "./paths.ts";
+
+export type AtomicWriteStage = "after_write" | "before_rename" | "after_rename";
+
+export interface AtomicWriteOptions {
+  /** Test seam: called at each stage; a throw there behaves like a failing system call at that point. */
+  fault?: (stage: AtomicWriteStage) => void | Promise<void>;
+}
+
+let counter = 0;
+
+/** Replaces `path` with `bytes` atomically and durably. Rejects with the system error; the old content is then intact. */
+export async function writeFileAtomic(path: string, bytes: Uint8Array | string, options: AtomicWriteOptions = {}): Promise<void> {
+  const dir = dirname(path);
+  const tmp = join(dir, `.${basename(path)}.tmp-${process.pid}-${++counter}-${Math.random().toString(36).slice(2, 8)}`);
+  const data = typeof bytes === "string" ? Buffer.from(bytes) : bytes;
+  let handle: FileHandle | undefined;
+  let renamed = false;
+  try {
+    handle = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, FILE_MODE);
+    let off = 0;
+    while (off < data.length) {
+      const { bytesWritten } = await handle.write(data, off, data.length - off);
+      off += bytesWritten;
+    }
+    await options.fault?.("after_write");
+    await handle.sync();
+    await handle.close();
+    handle = undefined;
+    await options.fault?.("before_rename");
+    await rename(tmp, path);
+    renamed = true;
+    await options.fault?.("after_rename");
+  } catch (e) {
+    if (handle !== undefined) await handle.close().catch(() => {});
+    if (!renamed) await unlink(tmp).catch(() => {});
+    throw e;
+  }
+  await syncDir(dir);
+}
+
+/** fsync a directory so a rename survives a crash; best effort where the filesystem refuses it. */
+export async function syncDir(dir: string): Promise<void> {
+  let handle: FileHandle | undefined;
+  try {
+    handle = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+    await handle.sync();
+  } catch {
+    // some filesystems refuse fsync on directories; the file itself was synced
+  } finally {
+    await handle?.close().catch(() => {});
+  }
+}
+
+/**
+ * Reads a small state file whole: null when it does not exist; a StateError (file_unreadable) when
+ * it is over maxBytes, a symlink, not a regular file, or unreadable. Never an unbounded read.
+ */
+export function readSmallFile(path: string, maxBytes: number): Buffer | null {
+  const r = readBounded(path, maxBytes);
+  if (r.ok) return r.bytes;
+  if (r.problem === "missing") return null;
+  throw new StateError("file_unreadable", `cannot read ${path}: ${r.message}`);
+}

@@ -1,0 +1,153 @@
+/**
+ * The transcript's on-disk shape, as far as scanning needs it: every record line begins
+ * `{"seq":N,"time":"`, so a record's seq is read from its first bytes without decoding the line;
+ * a sparse index of byte offsets; and the open-time recovery scan that finds the torn tail.
+ */
+import { StateError } from "./errors.ts";
+import { type ReadAt, scanLines } from "./line-scan.ts";
+
+const PREFIX = /^\{"seq":([1-9]\d{0,15}),"time":"/;
+
+/** The seq at the start of a record line, or null when the line does not start like a record. */
+export function prefixSeq(bytes: Buffer | null): number | null {
+  if (bytes === null) return null;
+  const m = PREFIX.exec(bytes.toString("latin1", 0, Math.min(40, bytes.length)));
+  const seq = m?.[1] === undefined ? Number.NaN : Number(m[1]);
+  return Number.isSafeInteger(seq) ? seq : null;
+}
+
+export function corruptLine(path: string, offset: number): StateError {
+  return new StateError("transcript_corrupt", `transcript ${path}: the line at byte ${offset} is not a transcript record`);
+}
+
+/** Byte offset of every Nth record: a few numbers per thousand records. */
+export class SparseIndex {
+  private readonly seqs: number[] = [];
+  private readonly offsets: number[] = [];
+  private count = 0;
+
+  constructor(private readonly every: number) {}
+
+  /** Called for every record, in order. */
+  add(seq: number, offset: number): void {
+    if (this.count++ % this.every === 0) {
+      this.seqs.push(seq);
+      this.offsets.push(offset);
+    }
+  }
+
+  get entries(): number {
+    return this.seqs.length;
+  }
+
+  /** Offset of the last indexed record with seq <= since + 1: every record before it has seq <= since. */
+  startOffset(since: number): number {
+    let lo = 0;
+    let hi = this.seqs.length - 1;
+    let found = 0;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if ((this.seqs[mid] ?? Number.POSITIVE_INFINITY) <= since + 1) {
+        found = this.offsets[mid] ?? 0;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    return found;
+  }
+}
+
+export interface Recovered {
+  /** Where the good records end; anything after it is a torn tail to truncate. */
+  goodEnd: number;
+  lastSeq: number;
+}
+
+type Candidate = { offset: number; length: number; seq: number | null };
+
+/**
+ * Scans a whole transcript. Every complete line but the last must start like a record with a
+ * strictly increasing seq (else transcript_corrupt); the last complete line must also decode as a
+ * JSON object carrying that seq, else it is part of the torn tail along with any bytes after the
+ * last newline. Each good record is reported to onRecord.
+ */
+export async function recoverScan(
+  path: string,
+  readAt: ReadAt,
+  fileSize: number,
+  scan: { maxLine: number; chunkBytes: number; onRead?: (n: number) => void },
+  onRecord: (seq: number, offset: number) => void,
+): Promise<Recovered> {
+  let lastSeq = 0;
+  const commit = (line: Candidate) => {
+    if (line.seq === null || line.seq <= lastSeq) throw corruptLine(path, line.offset);
+    onRecord(line.seq, line.offset);
+    lastSeq = line.seq;
+  };
+  const held: { line: Candidate | null } = { line: null };
+  let goodEnd = fileSize;
+  await scanLines(readAt, 0, fileSize, scan, (line) => {
+    if (!line.complete) {
+      goodEnd = line.offset;
+      return true;
+    }
+    if (held.line !== null) commit(held.line);
+    held.line = { offset: line.offset, length: line.length, seq: prefixSeq(line.bytes) };
+    return true;
+  });
+  if (held.line !== null) {
+    if (await isWholeRecord(readAt, held.line, scan.maxLine)) commit(held.line);
+    else goodEnd = held.line.offset;
+  }
+  return { goodEnd, lastSeq };
+}
+
+async function isWholeRecord(readAt: ReadAt, line: Candidate, maxLine: number): Promise<boolean> {
+  if (line.seq === null || line.length > maxLine) return false;
+  const buf = Buffer.allocUnsafe(line.length);
+  let got = 0;
+  while (got < line.length) {
+    const n = await readAt(buf.subarray(got), line.length - got, line.offset + got);
+    if (n === 0) return false;
+    got += n;
+  }
+  try {
+    const value: unknown = JSON.parse(buf.toString("utf8"));
+    return typeof value === "object" && value !== null && !Array.isArray(value) && (value as { seq?: unknown }).seq === line.seq;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * One page of records with seq > since, scanning from `start` (an index offset) to `end`: at most
+ * `limit` records and `maxBytes` bytes, except that the first record is always returned. Lines
+ * before the page are skipped by their prefix without being decoded.
+ */
+export async function readPage<R>(
+  path: string,
+  readAt: ReadAt,
+  start: number,
+  end: number,
+  scan: { maxLine: number; chunkBytes: number; onRead?: (n: number) => void },
+  page: { since: number; limit: number; maxBytes: number },
+): Promise<{ records: R[]; more: boolean }> {
+  const records: R[] = [];
+  const state = { bytes: 0, more: false };
+  await scanLines(readAt, start, end, scan, (line) => {
+    const seq = line.complete ? prefixSeq(line.bytes) : null;
+    if (seq === null || line.bytes === null) throw corruptLine(path, line.offset);
+    if (seq <= page.since) return true;
+    if (records.length >= page.limit || (records.length > 0 && state.bytes + line.length + 1 > page.maxBytes)) {
+      state.more = true;
+      return false;
+    }
+    try {
+      records.push(JSON.parse(line.bytes.toString("utf8")) as R);
+    } catch {
+      throw corruptLine(path, line.offset);
+    }
+    state.bytes += line.length + 1;
+    return true;
+  });
+  return { records, more: state.more };
+}

@@ -1,0 +1,78 @@
+import { describe, expect, test } from "bun:test";
+import { VigilError } from "../../../src/shared/errors.ts";
+import { loadServeTuning, TUNING_KNOBS } from "../../../src/serve/config/tuning.ts";
+
+function refusal(env: Record<string, string>): VigilError {
+  try {
+    loadServeTuning(env);
+  } catch (e) {
+    if (e instanceof VigilError) return e;
+    throw e;
+  }
+  throw new Error("expected a refusal");
+}
+
+describe("serve tuning knobs", () => {
+  test("defaults are the spec's", () => {
+    expect(loadServeTuning({})).toEqual({
+      pollFloorMs: 1000,
+      coalesceMs: 2000,
+      streamIdleMs: 70000,
+      webhookTtlMs: 3600000,
+      maxPending: 1000,
+      maxPendingBytes: 16777216,
+      bodyTimeoutMs: 10000,
+      mcpMaxMessageBytes: 33554432,
+      shutdownGraceMs: 3000,
+      healthyMs: 600000,
+      refusedRetryMs: 3600000,
+      retryCapMs: 60000,
+      maxRestoredSessions: 32,
+      runtimeTtlMs: 604800000,
+      streamBuffer: 256,
+      jwksTimeoutMs: 5000,
+    });
+  });
+
+  test("every knob reads its variable; an empty value means the default", () => {
+    const tuning = loadServeTuning({ VIGIL_EVENTS_POLL_FLOOR_MS: "50", VIGIL_SHUTDOWN_GRACE_MS: "0", VIGIL_EVENTS_COALESCE_MS: "" });
+    expect(tuning.pollFloorMs).toBe(50);
+    expect(tuning.shutdownGraceMs).toBe(0);
+    expect(tuning.coalesceMs).toBe(2000);
+    for (const [key, knob] of Object.entries(TUNING_KNOBS)) {
+      expect(loadServeTuning({ [knob.env]: String(knob.max) })[key as keyof typeof TUNING_KNOBS]).toBe(knob.max);
+      expect(loadServeTuning({ [knob.env]: String(knob.min) })[key as keyof typeof TUNING_KNOBS]).toBe(knob.min);
+    }
+  });
+
+  test("the spec's variable names are all present", () => {
+    const names: string[] = Object.values(TUNING_KNOBS).map((k) => k.env);
+    for (const name of [
+      "VIGIL_EVENTS_POLL_FLOOR_MS", "VIGIL_EVENTS_COALESCE_MS", "VIGIL_EVENTS_STREAM_IDLE_MS", "VIGIL_EVENTS_WEBHOOK_TTL_MS",
+      "VIGIL_EVENTS_MAX_PENDING", "VIGIL_EVENTS_MAX_PENDING_BYTES", "VIGIL_EVENTS_BODY_TIMEOUT_MS",
+      "VIGIL_MCP_MAX_MESSAGE_BYTES", "VIGIL_SHUTDOWN_GRACE_MS",
+    ]) expect(names).toContain(name);
+  });
+
+  for (const bad of ["abc", "-1", "1e3", "1.5", " 10", "0x10", "99999999999999999"]) {
+    test(`refuses ${JSON.stringify(bad)}, naming the variable`, () => {
+      const e = refusal({ VIGIL_EVENTS_POLL_FLOOR_MS: bad });
+      expect(e.code).toBe("config_invalid");
+      expect(e.exitCode).toBe(2);
+      expect(e.message).toStartWith("VIGIL_EVENTS_POLL_FLOOR_MS: expected an integer from 1 to 3600000");
+    });
+  }
+
+  test("out of range, below and above", () => {
+    expect(refusal({ VIGIL_EVENTS_MAX_PENDING: "0" }).message).toStartWith("VIGIL_EVENTS_MAX_PENDING: expected an integer from 1 to 1000000");
+    expect(refusal({ VIGIL_MCP_MAX_MESSAGE_BYTES: String(2 ** 31) }).message).toStartWith("VIGIL_MCP_MAX_MESSAGE_BYTES: expected an integer from 1024 to 1073741824");
+  });
+
+  test("every bad variable is listed, one per line", () => {
+    const e = refusal({ VIGIL_EVENTS_COALESCE_MS: "soon", VIGIL_EVENTS_WEBHOOK_TTL_MS: "1" });
+    const lines = e.message.split("\n");
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toBe('VIGIL_EVENTS_COALESCE_MS: expected an integer from 0 to 3600000 (got "soon")');
+    expect(lines[1]).toStartWith("VIGIL_EVENTS_WEBHOOK_TTL_MS: expected an integer from 100 to 604800000");
+  });
+});
