@@ -1,52 +1,9 @@
 /** The session transcript: append, seq, bounded replay from the index (serve.md §3, §4). */
-import { afterEach, describe, expect, test } from "bun:test";
-import { closeSync, openSync, lstatSync, readFileSync, writeSync } from "node:fs";
-import { join } from "node:path";
-import { StateError } from "../../../src/serve/state/errors.ts";
-import { TRANSCRIPT_FILE } from "../../../src/serve/state/paths.ts";
-import { Transcript, type TranscriptOptions } from "../../../src/serve/state/transcript.ts";
-import { type TmpDir, tmpDir } from "../../helpers/fixture.ts";
+import { describe, expect, test } from "bun:test";
+import { closeSync, lstatSync, openSync, writeSync } from "node:fs";
+import { fileOf, linesOf, msg, rejection, thrown, transcriptHarness } from "../../helpers/transcript.ts";
 
-let tmp: TmpDir;
-const open: Transcript[] = [];
-afterEach(async () => {
-  for (const t of open.splice(0)) await t.close().catch(() => {});
-  tmp?.cleanup();
-});
-
-function setup() {
-  tmp = tmpDir("vigil-unit-state-transcript");
-  return tmp;
-}
-
-async function openT(dir: string, options: TranscriptOptions = {}): Promise<Transcript> {
-  const t = await Transcript.open(dir, options);
-  open.push(t);
-  return t;
-}
-
-const fileOf = (dir: string) => join(dir, TRANSCRIPT_FILE);
-const linesOf = (dir: string) => readFileSync(fileOf(dir), "utf8").split("\n");
-const msg = (i: number) => ({ type: "message", role: "user", text: `m${i}` });
-
-async function rejection(p: Promise<unknown>): Promise<StateError> {
-  try {
-    await p;
-  } catch (e) {
-    expect(e).toBeInstanceOf(StateError);
-    return e as StateError;
-  }
-  throw new Error("expected a rejection");
-}
-function thrown(fn: () => unknown): StateError {
-  try {
-    fn();
-  } catch (e) {
-    expect(e).toBeInstanceOf(StateError);
-    return e as StateError;
-  }
-  throw new Error("expected a throw");
-}
+const { setup, openT } = transcriptHarness("vigil-unit-state-transcript");
 
 describe("append and readSince", () => {
   test("round trip: seq from 1, time, the frame's fields, one line each, file 0600", async () => {
