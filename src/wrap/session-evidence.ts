@@ -3,18 +3,17 @@
  * (wrap.md §5–§8), with the failure accounting that decides `--on-evidence-failure` and exit 3.
  */
 import { randomBytes } from "node:crypto";
+import { type DecisionFields, DecisionRecorder } from "../evidence/decision-recorder.ts";
 import { EvidenceLog } from "../evidence/evidence-log.ts";
 import { contextEventId } from "../evidence/format.ts";
 import { writeRecordFile } from "../evidence/record-file.ts";
 import {
   type ContextData,
   type Counts,
-  type DecisionData,
   type DecisionLogState,
   type ReceiptData,
   type SessionEnd,
   contextEvent,
-  decisionEvent,
   receiptEvent,
   stopEvent,
 } from "../evidence/records.ts";
@@ -46,7 +45,7 @@ export class SessionEvidence {
   private startedAt = "";
   private decisionLog: EvidenceLog | null = null;
   private receipts: EvidenceLog | null = null;
-  private decisionSeq = 0;
+  private decisions: DecisionRecorder | null = null;
   private receiptSeq = 0;
   private contextId: string | null = null;
   /** Failures of requested writers, one line each (reported on stderr, and exit 3). */
@@ -68,6 +67,9 @@ export class SessionEvidence {
           ...(this.meta.decisionLogFaultBytes === undefined ? {} : { failAfterBytes: this.meta.decisionLogFaultBytes }),
         };
         this.decisionLog = dl.mode === "new" ? EvidenceLog.createNew(dl.path, options) : EvidenceLog.openAppend(dl.path, options);
+        if (this.meta.eventSource !== null) {
+          this.decisions = new DecisionRecorder(this.decisionLog, this.meta.eventSource, this.meta.policyDigest, this.meta.dryRun);
+        }
       }
       if (this.plan.receipts) this.receipts = EvidenceLog.createNew(this.plan.receipts);
     } catch (e) {
@@ -101,24 +103,9 @@ export class SessionEvidence {
   }
 
   /** Writes one decision record; false when it could not be written. */
-  recordDecision(fields: Omit<DecisionData, "session_id" | "seq" | "server_id" | "policy_digest" | "dry_run">): boolean {
-    if (!this.decisionLog || this.meta.eventSource === null || this.sessionId === null) return true;
-    // Member order is the format's (wrap.md §5), pinned by golden tests.
-    const data: DecisionData = {
-      session_id: this.sessionId,
-      seq: this.decisionSeq++,
-      server_id: this.meta.serverId,
-      request_id: fields.request_id,
-      tool: fields.tool,
-      decision: fields.decision,
-      reason_code: fields.reason_code,
-      reason: fields.reason,
-      matched_rule: fields.matched_rule,
-      policy_digest: this.meta.policyDigest,
-      arguments_sha256: fields.arguments_sha256,
-      dry_run: this.meta.dryRun,
-    };
-    const ok = this.decisionLog.append(JSON.stringify(decisionEvent(this.meta.eventSource, data)));
+  recordDecision(fields: DecisionFields): boolean {
+    if (!this.decisionLog || !this.decisions || this.sessionId === null) return true;
+    const ok = this.decisions.record(this.sessionId, this.meta.serverId, fields);
     if (!ok) this.noteFailure("decision log", this.decisionLog);
     return ok;
   }

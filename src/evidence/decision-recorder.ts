@@ -1,0 +1,43 @@
+/**
+ * Writes `vigil.mcp.decision.v1` records (wrap.md §5) with a contiguous `seq`, for every producer of
+ * decisions: wrap's proxy and serve's governed tool calls write the same format.
+ */
+import type { EvidenceLog } from "./evidence-log.ts";
+import { type DecisionData, decisionEvent } from "./records.ts";
+
+/** What the caller decides; the recorder adds session, seq, server, policy digest and dry_run. */
+export type DecisionFields = Pick<
+  DecisionData,
+  "request_id" | "tool" | "decision" | "reason_code" | "reason" | "matched_rule" | "arguments_sha256"
+>;
+
+export class DecisionRecorder {
+  private seq = 0;
+
+  constructor(
+    readonly log: EvidenceLog,
+    private readonly source: string,
+    private readonly policyDigest: string | null,
+    private readonly dryRun: boolean,
+  ) {}
+
+  /** Appends one record; false when it could not be written (the log is then poisoned). */
+  record(sessionId: string, serverId: string, fields: DecisionFields): boolean {
+    // Member order is the format's (wrap.md §5), pinned by golden tests.
+    const data: DecisionData = {
+      session_id: sessionId,
+      seq: this.seq++,
+      server_id: serverId,
+      request_id: fields.request_id,
+      tool: fields.tool,
+      decision: fields.decision,
+      reason_code: fields.reason_code,
+      reason: fields.reason,
+      matched_rule: fields.matched_rule,
+      policy_digest: this.policyDigest,
+      arguments_sha256: fields.arguments_sha256,
+      dry_run: this.dryRun,
+    };
+    return this.log.append(JSON.stringify(decisionEvent(this.source, data)));
+  }
+}
