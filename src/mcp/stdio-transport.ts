@@ -10,6 +10,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { VigilError, errorMessage } from "../shared/errors.ts";
 import { logLine } from "../shared/log.ts";
+import { sinkWrite } from "../shared/sink.ts";
 import {
   type ChildStatus,
   type GroupChild,
@@ -150,7 +151,7 @@ export class StdioMcpTransport implements Transport {
     const sink = this.child.stdin;
     try {
       // One synchronous append per line: concurrent sends never interleave within a line.
-      sink.write(`${JSON.stringify(message)}\n`);
+      sinkWrite(sink, `${JSON.stringify(message)}\n`);
       await sink.flush();
     } catch (e) {
       throw new Error(`MCP server ${this.label}: writing to its stdin failed: ${errorMessage(e)}`);

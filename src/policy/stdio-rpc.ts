@@ -7,6 +7,7 @@ import * as v from "valibot";
 import { VigilError } from "../shared/errors.ts";
 import { within, type GroupChild } from "../shared/process-group.ts";
 import { parseStrictJson } from "../shared/strict-json.ts";
+import { sinkWrite } from "../shared/sink.ts";
 
 /** Tool input schemas can nest; this is generous but still bounded. */
 const MAX_JSON_DEPTH = 128;
@@ -93,7 +94,7 @@ export class StdioRpcClient {
 
   private send(message: unknown): void {
     try {
-      this.child.stdin.write(`${JSON.stringify(message)}\n`);
+      sinkWrite(this.child.stdin, `${JSON.stringify(message)}\n`);
       // A server that has exited makes the flush fail later (EPIPE); the read side reports that as EOF.
       ignoreRejection(this.child.stdin.flush());
     } catch {

@@ -9,6 +9,7 @@
 import { evidenceUnavailableDecision } from "../policy/decision.ts";
 import { canonicalSha256, sha256Hex } from "../shared/digest.ts";
 import { logLine } from "../shared/log.ts";
+import { sinkWrite } from "../shared/sink.ts";
 import { coalesceRuns } from "./byte-runs.ts";
 import { FLUSH_EVERY_BYTES } from "./client-writer.ts";
 import { type ClientFrame, classifyClientLine, recoverIdFromHead, recoverIdFromTail } from "./client-frames.ts";
@@ -146,7 +147,7 @@ async function forwardToServer(state: ProxyState, lines: Uint8Array[]): Promise<
   try {
     let unflushed = 0;
     for (const run of coalesceRuns(lines)) {
-      state.serverStdin.write(run);
+      sinkWrite(state.serverStdin, run);
       unflushed += run.byteLength;
       if (unflushed >= FLUSH_EVERY_BYTES) {
         await state.serverStdin.flush();

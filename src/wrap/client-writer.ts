@@ -5,6 +5,7 @@
  * memory stays bounded by one batch.
  */
 import type { FileSink } from "bun";
+import { sinkWrite } from "../shared/sink.ts";
 import { coalesceRuns } from "./byte-runs.ts";
 
 /** Bytes handed to a sink before waiting for the pipe to take them. */
@@ -39,7 +40,7 @@ export class ClientWriter {
     let unflushed = 0;
     try {
       for (const run of coalesceRuns(lines)) {
-        this.sink.write(run);
+        sinkWrite(this.sink, run, (e) => this.fail(e));
         unflushed += run.byteLength;
         // A large line arrives as many pieces: hand them over in slices, so the sink never copies
         // a whole multi-megabyte message into its own buffer while the pipe is full.

@@ -10,6 +10,7 @@ import type { ModelConfig } from "../config/schema.ts";
 import type { Env } from "../config/expand.ts";
 import { VigilError, errorMessage } from "../../shared/errors.ts";
 import { logLine } from "../../shared/log.ts";
+import { sinkWrite } from "../../shared/sink.ts";
 import { type GroupChild, spawnGroup, statusExitCode, sweepGroup, tryStatus, within } from "../../shared/process-group.ts";
 import { ModelError } from "./types.ts";
 
@@ -90,7 +91,7 @@ export async function runCommandModel(
 
 async function writePrompt(child: GroupChild, prompt: string): Promise<void> {
   try {
-    child.stdin.write(prompt);
+    sinkWrite(child.stdin, prompt);
     await child.stdin.end();
   } catch {
     // EPIPE: the command exited or closed stdin without reading it all; its exit status tells the story.
