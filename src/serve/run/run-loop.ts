@@ -1,0 +1,180 @@
+/**
+ * One model run of `vigil serve` (serve.md §4, §5): the conversation goes to the model, tool calls go
+ * through the governed gateway, and the frames `run_start`, `message`, `tool_call`, `tool_result`
+ * and `run_end` tell the client what happened. Persistence is the session's job: the run returns
+ * everything it added to the conversation (`appended`) and how many steered messages the model
+ * actually received (`steersSeen`), and the session decides success once those are fsync'd.
+ *
+ * - Steers: `takeSteers()` is called right before each model turn; what it returns is appended,
+ *   announced as `message` frames (role user) and counted as seen, because that turn is started with
+ *   it. Messages never taken stay with the caller (they go back to its queue on abort).
+ * - The prompt messages are part of `appended` but get no `message` frame here: the session
+ *   announces the prompt it accepted.
+ * - Bounds: `maxTurns` model turns (one more turn wanted → failed, the conversation so far kept)
+ *   and `timeoutMs` for the whole run (an internal deadline combined with the caller's signal).
+ * - A run that is aborted or times out while tool calls are pending answers those calls with an
+ *   error tool message, so the stored conversation stays well formed for the next run.
+ */
+import { canonicalSha256 } from "../../shared/digest.ts";
+import { errorMessage } from "../../shared/errors.ts";
+import type { CommandModelConfig } from "../models/command.ts";
+import { runCommandModel } from "../models/command.ts";
+import { renderTranscriptPrompt } from "../models/transcript-prompt.ts";
+import { type ChatMessage, type ChatModel, ModelError, type ToolSpec, isToolArgumentsError } from "../models/types.ts";
+import {
+  type FrameBody,
+  type RunStatus,
+  type RunTrigger,
+  messageFrame,
+  runEndFrame,
+  runStartFrame,
+  toolCallFrame,
+  toolResultFrame,
+} from "../protocol/frames.ts";
+import type { ToolGateway } from "./tool-gateway.ts";
+
+export interface RunInput {
+  runId: string;
+  trigger: RunTrigger;
+  /** The conversation so far (persisted by the session). */
+  history: ChatMessage[];
+  /** The new messages this run answers (usually user messages). */
+  prompt: ChatMessage[];
+  /** Messages steered into the running run; called right before each model turn. */
+  takeSteers(): ChatMessage[];
+}
+
+export type RunModel =
+  | { kind: "chat"; chat: ChatModel; maxTurns: number; timeoutMs: number }
+  | { kind: "command"; config: CommandModelConfig; timeoutMs: number };
+
+export interface RunDeps {
+  model: RunModel;
+  /** null: no tools are offered. */
+  tools: ToolGateway | null;
+  systemPrompt?: string;
+  emit(frame: FrameBody): void | Promise<void>;
+}
+
+export interface RunResult {
+  status: RunStatus;
+  error?: string;
+  /** Everything this run added to the conversation, in order: prompt, steers, assistant and tool messages. */
+  appended: ChatMessage[];
+  /** How many steered messages a model turn was started with (the first `steersSeen` taken). */
+  steersSeen: number;
+}
+
+const ABORTED_TOOL_TEXT = "vigil: the run ended before this tool call completed";
+
+export async function runConversation(input: RunInput, deps: RunDeps, signal: AbortSignal): Promise<RunResult> {
+  const appended: ChatMessage[] = [...input.prompt];
+  let steersSeen = 0;
+  const deadline = new AbortController();
+  const timeoutMs = deps.model.timeoutMs;
+  const timer = setTimeout(() => deadline.abort(new Error("timeout")), timeoutMs);
+  const combined = AbortSignal.any([signal, deadline.signal]);
+
+  await deps.emit(runStartFrame(input.runId, input.trigger));
+  const messages: ChatMessage[] = [
+    ...(deps.systemPrompt === undefined || deps.systemPrompt === "" ? [] : [{ role: "system" as const, text: deps.systemPrompt }]),
+    ...input.history,
+    ...input.prompt,
+  ];
+  const add = (m: ChatMessage) => {
+    messages.push(m);
+    appended.push(m);
+  };
+  const takeSteers = async () => {
+    for (const m of input.takeSteers()) {
+      add(m);
+      steersSeen++;
+      if (m.role === "user" || m.role === "system") await deps.emit(messageFrame(m.role, m.text));
+    }
+  };
+
+  let status: RunStatus = "ok";
+  let error: string | undefined;
+  try {
+    if (signal.aborted) throw new ModelError("aborted", "run aborted before it started");
+    if (deps.model.kind === "chat") {
+      await chatLoop(deps.model, deps, input.runId, messages, add, takeSteers, combined);
+    } else {
+      await takeSteers();
+      const { text } = await runCommandModel(deps.model.config, renderTranscriptPrompt(messages), combined);
+      add({ role: "assistant", text });
+      await deps.emit(messageFrame("assistant", text));
+    }
+  } catch (e) {
+    if (signal.aborted) {
+      status = "aborted";
+      error = "the run was aborted";
+    } else if (deadline.signal.aborted) {
+      status = "failed";
+      error = `the run timed out after ${timeoutMs} ms`;
+    } else {
+      status = "failed";
+      error = e instanceof ModelError || e instanceof RunLimitError ? e.message : `the run failed: ${errorMessage(e)}`;
+    }
+    closePendingToolCalls(messages, add);
+  } finally {
+    clearTimeout(timer);
+  }
+  await deps.emit(runEndFrame(input.runId, status, error));
+  return error === undefined ? { status, appended, steersSeen } : { status, error, appended, steersSeen };
+}
+
+class RunLimitError extends Error {}
+
+async function chatLoop(
+  model: Extract<RunModel, { kind: "chat" }>,
+  deps: RunDeps,
+  runId: string,
+  messages: ChatMessage[],
+  add: (m: ChatMessage) => void,
+  takeSteers: () => Promise<void>,
+  signal: AbortSignal,
+): Promise<void> {
+  const specs: ToolSpec[] = deps.tools === null ? [] : await deps.tools.specs();
+  for (let turn = 0; turn < model.maxTurns; turn++) {
+    signal.throwIfAborted();
+    await takeSteers();
+    const answer = await model.chat.turn(messages, specs, signal);
+    if (answer.toolCalls.length === 0) {
+      const text = answer.text ?? "";
+      add({ role: "assistant", text });
+      await deps.emit(messageFrame("assistant", text));
+      return;
+    }
+    add({ role: "assistant", text: answer.text, toolCalls: answer.toolCalls });
+    if (answer.text !== null && answer.text !== "") await deps.emit(messageFrame("assistant", answer.text));
+    for (const call of answer.toolCalls) {
+      signal.throwIfAborted();
+      if (deps.tools === null) {
+        // No tools were offered; a model that calls one anyway is told so (nothing is called).
+        const argumentsSha256 = canonicalSha256(isToolArgumentsError(call.arguments) ? call.arguments.raw : (call.arguments ?? {}));
+        await deps.emit(toolCallFrame({ run_id: runId, server: "", tool: call.name, arguments_sha256: argumentsSha256, decision: "deny" }));
+        await deps.emit(toolResultFrame(runId, true));
+        add({ role: "tool", toolCallId: call.id, text: "vigil: no tools are available in this session" });
+        continue;
+      }
+      // tool_call is emitted once the decision is on record, before the server is called.
+      const outcome = await deps.tools.call(runId, call, signal, (d) =>
+        deps.emit(toolCallFrame({ run_id: runId, server: d.server, tool: d.tool, arguments_sha256: d.argumentsSha256, decision: d.decision })),
+      );
+      await deps.emit(toolResultFrame(runId, outcome.isError));
+      add({ role: "tool", toolCallId: call.id, text: outcome.text });
+    }
+  }
+  throw new RunLimitError(`the model did not answer within max_turns (${model.maxTurns}) turns`);
+}
+
+/** Answers every tool call of the last assistant message that has no tool message yet. */
+function closePendingToolCalls(messages: ChatMessage[], add: (m: ChatMessage) => void): void {
+  let i = messages.length - 1;
+  while (i >= 0 && messages[i]!.role === "tool") i--;
+  const last = messages[i];
+  if (last === undefined || last.role !== "assistant" || !last.toolCalls) return;
+  const answered = new Set(messages.slice(i + 1).map((m) => (m.role === "tool" ? m.toolCallId : "")));
+  for (const c of last.toolCalls) if (!answered.has(c.id)) add({ role: "tool", toolCallId: c.id, text: ABORTED_TOOL_TEXT });
+}
