@@ -1,0 +1,412 @@
+/**
+ * One `vigil serve` session (serve.md §4, §5, §6 item 5): a transcript, the conversation history,
+ * the follow-up and steer lines, and at most one run in flight, executed by an injected `Runner`.
+ *
+ * - Every frame (command responses included) is stored in the transcript, which numbers it, and then
+ *   broadcast to subscribers. Every command gets exactly one `response`.
+ * - Runs: one at a time. When a run ends and follow-ups are queued, the next run starts with all of
+ *   them (one user message each). After each run the transcript is synced; the run succeeded only
+ *   when its status is ok and that sync resolved.
+ * - Injected event batches (`inject`) are tagged; `onRunSettled` reports which tags the model received
+ *   in a run that succeeded (`delivered`) and which must be re-injected (`returned`).
+ * - A runner that throws yields a stored `run_end` failed; the session goes back to idle and serves on.
+ */
+import type { ChatMessage } from "../models/types.ts";
+import type { Command, CommandName } from "../protocol/commands.ts";
+import {
+  PROTOCOL_VERSION,
+  type FrameBody,
+  type ResponseFrame,
+  errorResponse,
+  okResponse,
+  runEndFrame,
+  runStartFrame,
+} from "../protocol/frames.ts";
+import { Transcript, type ReadSinceResult } from "../state/transcript.ts";
+import { errorMessage } from "../../shared/errors.ts";
+import { FrameLog } from "./frame-log.ts";
+import { rebuildHistory } from "./history.ts";
+import { type PendingItem, Queues, userMessages } from "./queues.ts";
+import { settleRun } from "./settle.ts";
+import type {
+  EventsCommand,
+  EventsHandler,
+  FrameListener,
+  InjectResult,
+  Injection,
+  RunOutcome,
+  RunRequest,
+  RunSettled,
+  RunSettledListener,
+  Runner,
+  SessionOptions,
+  SessionState,
+  SessionStateData,
+} from "./types.ts";
+
+export const EVENTS_NOT_ENABLED_MESSAGE = "MCP Events are configured by the events subsystem (not enabled in this session)";
+export const DEFAULT_CLOSE_TIMEOUT_MS = 5000;
+
+/** Thrown by `inject` once the session is closed. */
+export class SessionClosedError extends Error {
+  readonly code = "session_closed";
+  constructor() {
+    super("the session is closed");
+  }
+}
+
+/** The default events hook: the events subsystem is not plugged in. */
+export const eventsNotEnabled: EventsHandler = (command) =>
+  errorResponse(command.id, command.type, "events_not_enabled", EVENTS_NOT_ENABLED_MESSAGE);
+
+interface ActiveRun {
+  id: string;
+  controller: AbortController;
+  prompt: PendingItem[];
+  taken: PendingItem[];
+  /** Emits from the runner are stored while true. */
+  accepting: boolean;
+  sawStart: boolean;
+  sawEnd: boolean;
+  done: Promise<void>;
+}
+
+type StoredResponse = ResponseFrame & { seq?: number; time?: string };
+
+export class Session {
+  readonly name: string;
+  private readonly runner: Runner;
+  private readonly now: () => number;
+  private readonly newRunId: () => string;
+  private readonly closeTimeoutMs: number;
+  private readonly frames: FrameLog;
+  private readonly queues = new Queues();
+  private readonly settledListeners = new Set<RunSettledListener>();
+  private eventsHandler: EventsHandler = eventsNotEnabled;
+  private readonly conversation: ChatMessage[];
+  private run: ActiveRun | null = null;
+  private closing: Promise<void> | null = null;
+  private activity: number;
+
+  private constructor(o: SessionOptions, private readonly transcript: Transcript, history: ChatMessage[]) {
+    this.name = o.name;
+    this.runner = o.runner;
+    this.now = o.now ?? Date.now;
+    this.newRunId = o.newRunId ?? (() => `run_${crypto.randomUUID()}`);
+    this.closeTimeoutMs = o.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS;
+    this.frames = new FrameLog(transcript);
+    this.conversation = history;
+    this.activity = this.now();
+  }
+
+  /** Opens the transcript in `dir` and rebuilds the history from its `message` frames. */
+  static async open(options: SessionOptions): Promise<Session> {
+    const transcript = await Transcript.open(options.dir);
+    try {
+      const history = await rebuildHistory(transcript);
+      return new Session(options, transcript, history);
+    } catch (e) {
+      await transcript.close().catch(() => {});
+      throw e;
+    }
+  }
+
+  get state(): SessionState {
+    return this.run === null ? "idle" : "running";
+  }
+
+  /** The id of the run in flight, or null. */
+  get runId(): string | null {
+    return this.run?.id ?? null;
+  }
+
+  /** When the last command, injection or frame happened (ms since the epoch, from `now`). */
+  get lastActivity(): number {
+    return this.activity;
+  }
+
+  get closed(): boolean {
+    return this.closing !== null;
+  }
+
+  /** How many messages wait in each line. */
+  get queued(): { follow_up: number; steer: number } {
+    return { follow_up: this.queues.followUp.length, steer: this.queues.steer.length };
+  }
+
+  get lastSeq(): number {
+    return this.transcript.lastSeq;
+  }
+
+  /** The conversation so far (user/assistant text of earlier runs). */
+  get history(): readonly ChatMessage[] {
+    return this.conversation;
+  }
+
+  subscribe(listener: FrameListener): () => void {
+    return this.frames.subscribe(listener);
+  }
+
+  onRunSettled(listener: RunSettledListener): () => void {
+    this.settledListeners.add(listener);
+    return () => {
+      this.settledListeners.delete(listener);
+    };
+  }
+
+  /** Routes `mcp_events_*` commands (null restores the default `events_not_enabled` answer). */
+  setEventsHandler(handler: EventsHandler | null): void {
+    this.eventsHandler = handler ?? eventsNotEnabled;
+  }
+
+  /** Stored frames after `since` (catch-up for a reattaching client). */
+  replay(since = 0, limit?: number): Promise<ReadSinceResult> {
+    return this.transcript.readSince(since, limit === undefined ? {} : { limit });
+  }
+
+  /** Stores and broadcasts a frame that is not part of a run (e.g. `mcp_event`, `mcp_event_status`). */
+  emit(frame: FrameBody): number | null {
+    if (this.closed) return null;
+    return this.store(frame)?.seq ?? null;
+  }
+
+  /** Answers one command with exactly one `response`, which is also stored and broadcast. */
+  async handle(command: Command): Promise<ResponseFrame> {
+    const id = command.id;
+    const type = command.type as CommandName;
+    if (this.closed) return errorResponse(id, type, "session_closed", "the session is closed");
+    this.touch();
+    let response: ResponseFrame;
+    let after: (() => void) | null = null;
+    try {
+      switch (command.type) {
+        case "prompt": {
+          const item: PendingItem = { text: command.message };
+          const r = this.accept(item, command.streaming_behavior ?? "follow_up", "prompt");
+          if ("start" in r) {
+            response = okResponse(id, type, { run_id: r.start.id });
+            after = r.start.go;
+          } else if (r.queued === "follow_up") {
+            response = okResponse(id, type, { queued: "follow_up", position: r.position });
+          } else {
+            response = okResponse(id, type, { queued: "steer" });
+          }
+          break;
+        }
+        case "abort": {
+          const run = this.run;
+          if (run !== null && !run.controller.signal.aborted) run.controller.abort(new Error("aborted by the client"));
+          response = okResponse(id, type, { aborted: run?.id ?? null });
+          break;
+        }
+        case "get_state":
+          response = okResponse(id, type, this.stateData());
+          break;
+        case "get_transcript": {
+          const page = await this.replay(command.since ?? 0, command.limit);
+          response = okResponse(id, type, { frames: page.records, more: page.more });
+          break;
+        }
+        case "mcp_events_list":
+        case "mcp_events_subscribe":
+        case "mcp_events_unsubscribe":
+          response = await this.routeEvents(command);
+          break;
+        default:
+          response = errorResponse(id, null, "unknown_command", "unknown command type");
+      }
+    } catch (e) {
+      response = errorResponse(id, type, "internal", errorMessage(e));
+    }
+    const stored = this.store(response) as StoredResponse | null;
+    after?.();
+    return stored ?? response;
+  }
+
+  /**
+   * Injects an event batch (never refused while open): follow_up is queued like a prompt (it starts
+   * a run when idle); steer is handed to the running run at its next turn, or starts a run when idle.
+   */
+  inject(injection: Injection): InjectResult {
+    if (this.closed) throw new SessionClosedError();
+    this.touch();
+    const r = this.accept({ text: injection.text, tag: injection.tag }, injection.behavior, "mcp_events");
+    if ("start" in r) {
+      r.start.go();
+      return { started: r.start.id };
+    }
+    return { queued: r.queued };
+  }
+
+  /** Aborts the run in flight, waits for it (bounded), syncs and closes the transcript. Idempotent. */
+  close(): Promise<void> {
+    if (this.closing !== null) return this.closing;
+    this.closing = (async () => {
+      const run = this.run;
+      if (run !== null) {
+        if (!run.controller.signal.aborted) run.controller.abort(new Error("the session is closing"));
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const timeout = new Promise<void>((done) => (timer = setTimeout(done, this.closeTimeoutMs)));
+        try {
+          await Promise.race([run.done, timeout]);
+        } finally {
+          clearTimeout(timer);
+        }
+      }
+      await this.transcript.close();
+    })();
+    return this.closing;
+  }
+
+  // ---- internals ----
+
+  private touch(): void {
+    this.activity = this.now();
+  }
+
+  private store(frame: FrameBody) {
+    const record = this.frames.emit(frame);
+    if (record !== null) this.touch();
+    return record;
+  }
+
+  private stateData(): SessionStateData {
+    const data: SessionStateData = {
+      protocol_version: PROTOCOL_VERSION,
+      name: this.name,
+      state: this.state,
+      queued: this.queued,
+      pending_injections: this.queues.pendingInjections,
+      last_seq: this.transcript.lastSeq,
+    };
+    if (this.run !== null) data.run_id = this.run.id;
+    return data;
+  }
+
+  private async routeEvents(command: EventsCommand): Promise<ResponseFrame> {
+    const r = await this.eventsHandler(command);
+    return { ...r, id: command.id, command: command.type } as ResponseFrame;
+  }
+
+  /**
+   * Takes a message into the session. Idle: returns a run to start (the caller starts it after it
+   * answered, so the response precedes run_start). Busy: queues it.
+   */
+  private accept(
+    item: PendingItem,
+    behavior: "follow_up" | "steer",
+    idleTrigger: string,
+  ): { start: { id: string; go: () => void } } | { queued: "follow_up"; position: number } | { queued: "steer" } {
+    if (this.run === null) {
+      const id = this.newRunId();
+      const trigger = idleTrigger === "prompt" && behavior === "steer" ? "steer" : idleTrigger;
+      // Reserve the slot now, so a command answered before `go` runs queues behind this run.
+      const run = this.reserve(id, [item]);
+      return { start: { id, go: () => this.execute(run, trigger) } };
+    }
+    if (behavior === "steer") {
+      this.queues.pushSteer(item);
+      return { queued: "steer" };
+    }
+    return { queued: "follow_up", position: this.queues.pushFollowUp(item) };
+  }
+
+  private reserve(id: string, prompt: PendingItem[]): ActiveRun {
+    const run: ActiveRun = {
+      id,
+      controller: new AbortController(),
+      prompt,
+      taken: [],
+      accepting: true,
+      sawStart: false,
+      sawEnd: false,
+      done: Promise.resolve(),
+    };
+    this.run = run;
+    return run;
+  }
+
+  private execute(run: ActiveRun, trigger: string): void {
+    run.done = this.drive(run, trigger);
+  }
+
+  private async drive(run: ActiveRun, trigger: string): Promise<void> {
+    const request: RunRequest = {
+      runId: run.id,
+      trigger,
+      history: [...this.conversation],
+      prompt: userMessages(run.prompt),
+      takeSteers: () => {
+        if (!run.accepting || this.run !== run) return [];
+        const taken = this.queues.takeSteers();
+        run.taken.push(...taken);
+        return userMessages(taken);
+      },
+    };
+    const emit = (frame: FrameBody) => {
+      if (!run.accepting) return;
+      if (frame.type === "run_start") run.sawStart = true;
+      if (frame.type === "run_end") run.sawEnd = true;
+      this.store(frame);
+    };
+    let outcome: RunOutcome;
+    try {
+      outcome = normalizeOutcome(await this.runner(request, emit, run.controller.signal));
+    } catch (e) {
+      outcome = { status: run.controller.signal.aborted ? "aborted" : "failed", error: errorMessage(e), appended: [], steersSeen: 0 };
+    }
+    await this.finish(run, trigger, outcome);
+  }
+
+  private async finish(run: ActiveRun, trigger: string, outcome: RunOutcome): Promise<void> {
+    run.accepting = false;
+    if (!run.sawEnd) {
+      if (!run.sawStart) this.store(runStartFrame(run.id, trigger));
+      this.store(runEndFrame(run.id, outcome.status, outcome.error));
+    }
+    let synced = false;
+    try {
+      await this.transcript.sync();
+      synced = true;
+    } catch {
+      // the transcript is latched failed: the run did not succeed
+    }
+    const succeeded = outcome.status === "ok" && synced;
+    const leftover = this.queues.takeSteers();
+    const s = settleRun({ prompt: run.prompt, taken: run.taken, steersSeen: outcome.steersSeen, leftover, succeeded });
+    this.queues.requeueFront(s.requeue);
+    this.conversation.push(...userMessages(s.keptPrompt), ...outcome.appended);
+    this.run = null;
+    const report: RunSettled = { runId: run.id, status: outcome.status, succeeded, delivered: s.delivered, returned: s.returned };
+    for (const listener of [...this.settledListeners]) {
+      try {
+        listener(report);
+      } catch {
+        // a listener's failure is its own
+      }
+    }
+    this.startNext();
+  }
+
+  /** Starts a run with every queued follow-up, if any (and the session is open and idle). */
+  private startNext(): void {
+    if (this.closed || this.run !== null) return;
+    const items = this.queues.takeFollowUps();
+    if (items.length === 0) return;
+    const trigger = items.every((i) => i.tag !== undefined) ? "mcp_events" : "follow_up";
+    const run = this.reserve(this.newRunId(), items);
+    this.execute(run, trigger);
+  }
+}
+
+function normalizeOutcome(o: RunOutcome | undefined): RunOutcome {
+  const status = o?.status === "ok" || o?.status === "aborted" ? o.status : "failed";
+  const out: RunOutcome = {
+    status,
+    appended: Array.isArray(o?.appended) ? o.appended : [],
+    steersSeen: typeof o?.steersSeen === "number" ? o.steersSeen : 0,
+  };
+  if (typeof o?.error === "string") out.error = o.error;
+  else if (o?.status !== status) out.error = "the runner reported no valid status";
+  return out;
+}

@@ -1,0 +1,106 @@
+/**
+ * The types of a `vigil serve` session (serve.md §4, §5, §6 item 5): the runner it is given by
+ * dependency injection, the injection API of the events subsystem, and what it reports.
+ */
+import type {
+  McpEventsListCommand,
+  McpEventsSubscribeCommand,
+  McpEventsUnsubscribeCommand,
+} from "../protocol/commands.ts";
+import type { FrameBody, PROTOCOL_VERSION, ResponseFrame } from "../protocol/frames.ts";
+import type { TranscriptRecord } from "../state/transcript.ts";
+import type { ChatMessage } from "../models/types.ts";
+
+export type RunStatus = "ok" | "failed" | "aborted";
+
+export interface RunRequest {
+  runId: string;
+  /** Why the run started: "prompt", "follow_up", "steer" or "mcp_events". */
+  trigger: string;
+  /** The conversation so far (user/assistant text of earlier runs). */
+  history: ChatMessage[];
+  /** The new user messages of this run (queued follow-ups are coalesced: one message each). */
+  prompt: ChatMessage[];
+  /**
+   * Steered messages waiting for the running run (empty when none). Call it before each model turn:
+   * what it returns is handed over to this run; report how many of them the model actually received
+   * in `RunOutcome.steersSeen` (in the order they were taken).
+   */
+  takeSteers(): ChatMessage[];
+}
+
+export interface RunOutcome {
+  status: RunStatus;
+  error?: string;
+  /** Messages the run added to the conversation after `prompt` (steers seen, assistant turns, tool results). */
+  appended: ChatMessage[];
+  /** How many of the steers taken with `takeSteers` reached the model (the first N taken). */
+  steersSeen: number;
+}
+
+/**
+ * Runs one run. It emits run_start, message, tool_call, tool_result and run_end itself; the session
+ * numbers and stores every emitted frame (a run_end is added when the runner did not emit one).
+ */
+export type Runner = (request: RunRequest, emit: (frame: FrameBody) => void, signal: AbortSignal) => Promise<RunOutcome>;
+
+export type SessionState = "idle" | "running";
+
+export type StreamingBehavior = "follow_up" | "steer";
+
+/** A batch of events for the model; `tag` identifies it in `RunSettled.delivered` / `returned`. */
+export interface Injection {
+  tag: string;
+  text: string;
+  behavior: StreamingBehavior;
+}
+
+/** What `inject` did with the batch. */
+export type InjectResult = { started: string } | { queued: StreamingBehavior };
+
+export interface RunSettled {
+  runId: string;
+  status: RunStatus;
+  /** status ok and the transcript sync after the run resolved (serve.md §5). */
+  succeeded: boolean;
+  /** Tags of batches the model received in a run that succeeded. */
+  delivered: string[];
+  /** Tags of batches that went into a run that did not succeed, or were handed over but never seen: re-inject them. */
+  returned: string[];
+}
+
+export type RunSettledListener = (report: RunSettled) => void;
+
+/** Receives every stored frame (with its seq and time) and its exact JSON line (no newline). */
+export type FrameListener = (frame: TranscriptRecord, json: string) => void;
+
+export type EventsCommand = McpEventsListCommand | McpEventsSubscribeCommand | McpEventsUnsubscribeCommand;
+
+/** Answers the `mcp_events_*` commands; the session stores and broadcasts the response. */
+export type EventsHandler = (command: EventsCommand) => ResponseFrame | Promise<ResponseFrame>;
+
+/** `get_state` data. */
+export interface SessionStateData {
+  protocol_version: typeof PROTOCOL_VERSION;
+  name: string;
+  state: SessionState;
+  run_id?: string;
+  queued: { follow_up: number; steer: number };
+  /** Injected batches queued and not yet handed to a run. */
+  pending_injections: number;
+  /** The last seq stored before this response. */
+  last_seq: number;
+}
+
+export interface SessionOptions {
+  name: string;
+  /** The session directory (see `ensureSessionDir`); the transcript lives in it. */
+  dir: string;
+  runner: Runner;
+  /** Clock for `lastActivity` (ms since the epoch). */
+  now?: () => number;
+  /** Run ids (default `run_<uuid>`). */
+  newRunId?: () => string;
+  /** How long `close` waits for an aborted run to settle (default 5000 ms). */
+  closeTimeoutMs?: number;
+}
