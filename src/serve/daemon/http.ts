@@ -1,0 +1,155 @@
+/**
+ * The daemon's HTTP API on one Bun.serve listener (serve.md §1, §4):
+ *
+ *   POST /v1/sessions/<name>/commands   one JSON command → its `response` frame as JSON
+ *   GET  /v1/sessions/<name>/frames     SSE stream of frames (`?since=<seq>` replays)
+ *   GET  /v1/health                     {ok:true, sessions, version}
+ *
+ * Bad requests get a JSON body `{error:{code,message}}`: 404 unknown path, 405 wrong method, 400 bad
+ * session name / bad `since`, 415 not application/json, 413 over 1 MiB. A command that does not
+ * parse gets 400 with its refusal `response` frame (which carries the same `error`), or 413 when too
+ * large. The listener's own cap (`maxRequestBodySize`) is a backstop above the 1 MiB command limit,
+ * so that bodies between the two still get the JSON 413 (above it Bun answers a bare 413).
+ */
+import type { Server } from "bun";
+import { errorMessage } from "../../shared/errors.ts";
+import { logLine } from "../../shared/log.ts";
+import type { ServeApp } from "../app.ts";
+import { PROTOCOL_LIMITS } from "../protocol/commands.ts";
+import { parseCommand, tooLarge } from "../protocol/parse-command.ts";
+import { isValidSessionName } from "../state/paths.ts";
+import type { SessionRegistry } from "./registry.ts";
+import { SseStream } from "./sse.ts";
+
+export const MAX_COMMAND_BYTES = PROTOCOL_LIMITS.commandBytes;
+/** The listener's hard cap (see the header). */
+export const LISTENER_BODY_CAP = 4 * MAX_COMMAND_BYTES;
+
+const SESSION_PATH = /^\/v1\/sessions\/([^/]+)\/(commands|frames)$/;
+
+export function jsonError(status: number, code: string, message: string, headers: Record<string, string> = {}): Response {
+  return Response.json({ error: { code, message } }, { status, headers });
+}
+
+export interface DaemonHandler {
+  fetch(req: Request, server: Server<undefined>): Promise<Response>;
+  /** Ends every SSE stream (shutdown). */
+  closeStreams(): void;
+}
+
+export function createDaemonHandler(app: ServeApp, registry: SessionRegistry): DaemonHandler {
+  const streams = new Set<SseStream>();
+
+  async function fetch(req: Request, server: Server<undefined>): Promise<Response> {
+    const url = new URL(req.url);
+    if (url.pathname === "/v1/health") {
+      if (req.method !== "GET" && req.method !== "HEAD") return methodNotAllowed("GET");
+      return Response.json({ ok: true, sessions: registry.size, version: app.version });
+    }
+    const m = SESSION_PATH.exec(url.pathname);
+    if (m === null) return jsonError(404, "not_found", `no such endpoint: ${req.method} ${url.pathname.slice(0, 200)}`);
+    const name = safeDecode(m[1]!);
+    if (name === null || !isValidSessionName(name)) {
+      return jsonError(400, "invalid_session_name", "invalid session name: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit, without '..'");
+    }
+    if (m[2] === "commands") return req.method === "POST" ? command(req, name) : methodNotAllowed("POST");
+    return req.method === "GET" ? frames(req, url, name, server) : methodNotAllowed("GET");
+  }
+
+  async function command(req: Request, name: string): Promise<Response> {
+    const type = (req.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
+    if (type !== "application/json") return jsonError(415, "unsupported_media_type", "the command body must be application/json");
+    const declared = req.headers.get("content-length");
+    if (declared !== null && Number(declared) > MAX_COMMAND_BYTES) {
+      return Response.json(tooLarge("", Number(declared)).response, { status: 413 });
+    }
+    const body = await readBounded(req, MAX_COMMAND_BYTES);
+    if (body.tooLarge) return Response.json(tooLarge(body.head, body.size).response, { status: 413 });
+    const parsed = parseCommand(body.bytes);
+    if (!parsed.ok) return Response.json(parsed.response, { status: parsed.response.error.code === "too_large" ? 413 : 400 });
+    let lease;
+    try {
+      lease = await registry.acquire(name);
+    } catch (e) {
+      return sessionUnavailable(name, e);
+    }
+    try {
+      return Response.json(await lease.session.handle(parsed.command));
+    } finally {
+      lease.release();
+    }
+  }
+
+  async function frames(req: Request, url: URL, name: string, server: Server<undefined>): Promise<Response> {
+    const raw = url.searchParams.get("since");
+    let since: number | null = null;
+    if (raw !== null) {
+      if (!/^[0-9]{1,15}$/.test(raw)) return jsonError(400, "invalid_since", "since must be a non-negative integer (a frame seq)");
+      since = Number(raw);
+    }
+    let lease;
+    try {
+      lease = await registry.acquire(name);
+    } catch (e) {
+      return sessionUnavailable(name, e);
+    }
+    server.timeout(req, 0);
+    const sse = new SseStream(lease.session, {
+      since,
+      onClose: () => {
+        streams.delete(sse);
+        lease.release();
+      },
+    });
+    streams.add(sse);
+    req.signal.addEventListener("abort", () => sse.close(), { once: true });
+    return new Response(sse.stream, {
+      headers: { "content-type": "text/event-stream", "cache-control": "no-store", "x-accel-buffering": "no" },
+    });
+  }
+
+  return {
+    fetch,
+    closeStreams() {
+      for (const s of [...streams]) s.close();
+    },
+  };
+}
+
+function methodNotAllowed(allow: string): Response {
+  return jsonError(405, "method_not_allowed", `use ${allow}`, { allow });
+}
+
+function sessionUnavailable(name: string, e: unknown): Response {
+  logLine(`serve: session ${JSON.stringify(name)} could not be opened: ${errorMessage(e)}`);
+  return jsonError(503, "session_unavailable", `session ${JSON.stringify(name)} could not be opened`);
+}
+
+function safeDecode(s: string): string | null {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return null;
+  }
+}
+
+type BoundedBody = { tooLarge: false; bytes: Uint8Array } | { tooLarge: true; head: Uint8Array; size: number };
+
+/** Reads at most `max` bytes; a longer body is abandoned unread past the cap. */
+async function readBounded(req: Request, max: number): Promise<BoundedBody> {
+  if (req.body === null) return { tooLarge: false, bytes: new Uint8Array() };
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = req.body.getReader();
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > max) {
+      await reader.cancel().catch(() => {});
+      return { tooLarge: true, head: Buffer.concat(chunks).subarray(0, 4096), size };
+    }
+    chunks.push(value);
+  }
+  return { tooLarge: false, bytes: Buffer.concat(chunks) };
+}

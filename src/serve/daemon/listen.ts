@@ -1,0 +1,47 @@
+/**
+ * `--listen` addresses: `HOST:PORT`, `[IPv6]:PORT`, or a bare `PORT` (then loopback, 127.0.0.1).
+ * Port 0 asks the system for a free port (the readiness line prints the one bound). Anything else
+ * is a usage error (exit 2) naming the flag.
+ */
+import { usageError } from "../../shared/errors.ts";
+
+export interface ListenAddress {
+  hostname: string;
+  port: number;
+}
+
+export const DEFAULT_LISTEN_HOST = "127.0.0.1";
+
+const HOST_NAME = /^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$/;
+const IPV6 = /^[0-9A-Fa-f:.]{2,45}$/;
+
+export function parseListen(raw: string): ListenAddress {
+  const bad = (why: string) =>
+    usageError(`--listen ${JSON.stringify(raw.slice(0, 80))}: ${why}`, "use HOST:PORT, [IPv6]:PORT or PORT, e.g. --listen 127.0.0.1:8080");
+  let host: string;
+  let portText: string;
+  if (/^[0-9]+$/.test(raw)) {
+    host = DEFAULT_LISTEN_HOST;
+    portText = raw;
+  } else if (raw.startsWith("[")) {
+    const close = raw.indexOf("]");
+    if (close === -1 || raw[close + 1] !== ":") throw bad("expected [IPv6]:PORT");
+    host = raw.slice(1, close);
+    portText = raw.slice(close + 2);
+    if (!IPV6.test(host) || !host.includes(":")) throw bad("not an IPv6 address");
+  } else {
+    const colon = raw.lastIndexOf(":");
+    if (colon === -1) throw bad("missing :PORT");
+    host = raw.slice(0, colon);
+    portText = raw.slice(colon + 1);
+    if (host.includes(":")) throw bad("put an IPv6 address in brackets");
+    if (!HOST_NAME.test(host)) throw bad("not a host name or IPv4 address");
+  }
+  if (!/^[0-9]{1,5}$/.test(portText) || Number(portText) > 65535) throw bad("the port must be an integer from 0 to 65535");
+  return { hostname: host, port: Number(portText) };
+}
+
+/** `http://host:port` with IPv6 hosts bracketed. */
+export function listenUrl(hostname: string, port: number): string {
+  return `http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${port}`;
+}

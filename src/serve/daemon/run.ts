@@ -1,0 +1,61 @@
+/**
+ * daemon mode of `vigil serve` (serve.md §1): the HTTP API on one Bun.serve listener, many sessions,
+ * idle reaping. Prints one readiness line on stderr, `vigil serve listening http://HOST:PORT`
+ * (the port actually bound, so `--listen 127.0.0.1:0` works), and runs until SIGTERM, SIGINT or
+ * SIGHUP: then it stops accepting, ends the SSE streams, closes every session (runs in flight are
+ * aborted and recorded), the pool and every stdio server group, and exits 0 (an orderly stop is
+ * the daemon's normal end).
+ */
+import { writeSync } from "node:fs";
+import { errnoCode, errorMessage, usageError } from "../../shared/errors.ts";
+import { within } from "../../shared/process-group.ts";
+import type { ServeApp } from "../app.ts";
+import { LISTENER_BODY_CAP, createDaemonHandler, jsonError } from "./http.ts";
+import { type ListenAddress, listenUrl } from "./listen.ts";
+import { SessionRegistry } from "./registry.ts";
+
+const HANDLED_SIGNALS = ["SIGTERM", "SIGINT", "SIGHUP"] as const;
+const STOP_MS = 2000;
+
+export interface DaemonOptions {
+  listen: ListenAddress;
+  /** Seconds; 0 = never reap. */
+  idleTimeoutSecs: number;
+}
+
+export async function runDaemonMode(app: ServeApp, o: DaemonOptions): Promise<number> {
+  const registry = new SessionRegistry(app, o.idleTimeoutSecs * 1000);
+  const handler = createDaemonHandler(app, registry);
+  let server;
+  try {
+    server = Bun.serve({
+      hostname: o.listen.hostname,
+      port: o.listen.port,
+      development: false,
+      maxRequestBodySize: LISTENER_BODY_CAP,
+      idleTimeout: 30,
+      fetch: handler.fetch,
+      error: () => jsonError(500, "internal", "internal error"),
+    });
+  } catch (e) {
+    registry.stop();
+    await app.shutdown();
+    const why = errnoCode(e) === "EADDRINUSE" ? "address in use" : errorMessage(e);
+    throw usageError(`--listen ${o.listen.hostname}:${o.listen.port}: cannot listen: ${why}`);
+  }
+  const signalled = new Promise<string>((resolve) => {
+    // `on`, not `once`: a second signal during shutdown must not fall back to the default (death
+    // without sweeping the server groups).
+    for (const name of HANDLED_SIGNALS) process.on(name, () => resolve(name));
+  });
+  const port = server.port ?? o.listen.port;
+  writeSync(2, `vigil serve listening ${listenUrl(o.listen.hostname, port)}\n`);
+
+  await signalled;
+  registry.stop();
+  handler.closeStreams();
+  await within(server.stop(), STOP_MS);
+  void server.stop(true);
+  await app.shutdown();
+  return 0;
+}

@@ -1,0 +1,151 @@
+/**
+ * One SSE subscriber of a session's frames (serve.md §4): `GET /v1/sessions/<name>/frames[?since=N]`.
+ *
+ *   event: frame
+ *   id: <seq>
+ *   data: <frame JSON, with seq and time>
+ *
+ * - With `since`, stored frames after N are replayed from the transcript page by page, as the
+ *   client reads them; live frames arriving meanwhile wait in the same bounded buffer and are sent
+ *   after the replay, without duplicates (only seq > the last replayed). Without `since`, the
+ *   stream starts with the next frame.
+ * - A comment line is sent at once (so the client knows it is attached) and every 15 s.
+ * - Slow clients: the stream is pulled (the socket asks for more when it drained); a client whose
+ *   unsent bytes exceed `maxBufferBytes` is dropped, so it never holds up the session or the other
+ *   clients, and memory stays bounded per client.
+ */
+import type { Session } from "../session/session.ts";
+import type { TranscriptRecord } from "../state/transcript.ts";
+
+export const HEARTBEAT_MS = 15_000;
+export const DEFAULT_CLIENT_BUFFER_BYTES = 4 * 1024 * 1024;
+const REPLAY_PAGE = 256;
+
+export interface SseOptions {
+  since: number | null;
+  maxBufferBytes?: number;
+  heartbeatMs?: number;
+  /** Called once when the stream ends, whichever side ended it. */
+  onClose(): void;
+}
+
+const encoder = new TextEncoder();
+const event = (seq: number, json: string) => `event: frame\nid: ${seq}\ndata: ${json}\n\n`;
+
+export class SseStream {
+  readonly stream: ReadableStream<Uint8Array>;
+  private queue: Uint8Array[] = [];
+  private queued = 0;
+  private wake: (() => void) | null = null;
+  private closed = false;
+  private replaying: boolean;
+  private cursor: number;
+  private held: { seq: number; json: string }[] = [];
+  private readonly unsubscribe: () => void;
+  private readonly heartbeat: ReturnType<typeof setInterval>;
+  private readonly limit: number;
+
+  constructor(
+    private readonly session: Session,
+    private readonly o: SseOptions,
+  ) {
+    this.limit = o.maxBufferBytes ?? DEFAULT_CLIENT_BUFFER_BYTES;
+    this.replaying = o.since !== null;
+    this.cursor = o.since ?? session.lastSeq;
+    this.unsubscribe = session.subscribe((record, json) => this.live(record, json));
+    this.heartbeat = setInterval(() => this.push(": heartbeat\n\n"), o.heartbeatMs ?? HEARTBEAT_MS);
+    this.push(`: attached to session ${session.name}\n\n`);
+    this.stream = new ReadableStream<Uint8Array>(
+      {
+        pull: (controller) => this.pull(controller),
+        cancel: () => this.close(),
+      },
+      { highWaterMark: 0 },
+    );
+  }
+
+  /** Ends the stream (server shutdown, session gone, or the client left). Idempotent. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.unsubscribe();
+    clearInterval(this.heartbeat);
+    this.queue = [];
+    this.queued = 0;
+    this.wake?.();
+    this.o.onClose();
+  }
+
+  private live(record: TranscriptRecord, json: string): void {
+    if (this.replaying) {
+      this.held.push({ seq: record.seq, json });
+      this.account(json.length);
+      return;
+    }
+    if (record.seq <= this.cursor) return;
+    this.cursor = record.seq;
+    this.push(event(record.seq, json));
+  }
+
+  private push(text: string): void {
+    if (this.closed) return;
+    const bytes = encoder.encode(text);
+    this.queue.push(bytes);
+    this.account(bytes.byteLength);
+    this.wake?.();
+  }
+
+  private account(bytes: number): void {
+    this.queued += bytes;
+    if (this.queued > this.limit) this.close();
+  }
+
+  private async pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
+    while (!this.closed && this.queue.length === 0) {
+      if (this.replaying) {
+        await this.replayPage();
+        continue;
+      }
+      await new Promise<void>((resolve) => (this.wake = resolve));
+      this.wake = null;
+    }
+    if (this.closed) {
+      try {
+        controller.close();
+      } catch {
+        // already closed by a cancel
+      }
+      return;
+    }
+    const chunks = this.queue;
+    this.queue = [];
+    this.queued -= chunks.reduce((n, c) => n + c.byteLength, 0);
+    controller.enqueue(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+  }
+
+  private async replayPage(): Promise<void> {
+    let page;
+    try {
+      page = await this.session.replay(this.cursor, REPLAY_PAGE);
+    } catch {
+      // The transcript went away (session closed): end the stream; the client reconnects with since.
+      this.close();
+      return;
+    }
+    for (const record of page.records) {
+      this.cursor = record.seq;
+      this.push(event(record.seq, JSON.stringify(record)));
+    }
+    if (page.more && page.records.length > 0) return;
+    this.replaying = false;
+    const held = this.held;
+    this.held = [];
+    for (const h of held) {
+      this.queued -= h.json.length;
+      if (h.seq > this.cursor) {
+        this.cursor = h.seq;
+        this.push(event(h.seq, h.json));
+      }
+    }
+  }
+}

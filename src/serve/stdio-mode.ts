@@ -1,0 +1,180 @@
+/**
+ * stdio mode of `vigil serve` (serve.md §1, §4): one session; commands arrive as NDJSON on stdin,
+ * every frame leaves as one NDJSON line on stdout through ONE writer (the session's frames and the
+ * refusals of malformed lines alike), so lines never interleave.
+ *
+ * - A malformed line is answered with a `response` success:false (stored in the transcript like any
+ *   other frame) and reading goes on; nothing a client sends ends the process.
+ * - Back-pressure: while more than OUT_HIGH_WATER bytes of frames wait for stdout, stdin is not
+ *   read, so a client that stops reading its frames stops its own commands instead of growing our
+ *   memory. (Frames of a run already in flight are still queued: a run's output is bounded.)
+ * - EOF (decision): the run in flight, and follow-ups already queued, are allowed to finish,
+ *   bounded by the model's `timeout_ms` from EOF; their frames are written. Then the session, the
+ *   pool and every stdio server group are closed and serve exits 0.
+ * - SIGTERM / SIGINT / SIGHUP: the run in flight is aborted (its run_end is written), everything is
+ *   closed the same way, and serve exits 128+signo.
+ * - stdout gone (EPIPE): as a signal, but exit 1.
+ */
+import type { FileSink } from "bun";
+import { errorMessage } from "../shared/errors.ts";
+import { logLine } from "../shared/log.ts";
+import { within } from "../shared/process-group.ts";
+import { ClientWriter } from "../wrap/client-writer.ts";
+import { type ServeApp, runBoundMs } from "./app.ts";
+import { NdjsonCommandReader, encodeFrame } from "./protocol/ndjson.ts";
+import type { ParseCommandResult } from "./protocol/parse-command.ts";
+import type { Session } from "./session/session.ts";
+
+const OUT_HIGH_WATER = 4 * 1024 * 1024;
+const HANDLED_SIGNALS = { SIGTERM: 15, SIGINT: 2, SIGHUP: 1 } as const;
+const FLUSH_ON_EXIT_MS = 2000;
+const IDLE_POLL_MS = 25;
+
+type Ending = { kind: "eof" } | { kind: "signal"; signo: number } | { kind: "broken"; reason: string };
+
+export interface StdioModeOptions {
+  session: string;
+  stdin?: ReadableStream<Uint8Array>;
+  stdout?: FileSink;
+}
+
+/** Runs stdio mode to its end and shuts the app down; resolves with the exit status. */
+export async function runStdioMode(app: ServeApp, options: StdioModeOptions): Promise<number> {
+  let end!: (e: Ending) => void;
+  const ended = new Promise<Ending>((resolve) => (end = resolve));
+  const handlers = Object.entries(HANDLED_SIGNALS).map(([name, signo]) => {
+    const handler = () => end({ kind: "signal", signo });
+    process.on(name, handler);
+    return () => process.off(name, handler);
+  });
+  try {
+    let session: Session;
+    try {
+      session = await app.openSession(options.session);
+    } catch (e) {
+      await app.shutdown();
+      throw e;
+    }
+    const out = new FrameWriter(new ClientWriter(options.stdout ?? Bun.stdout.writer()), (reason) => end({ kind: "broken", reason }));
+    const unsubscribe = session.subscribe((_record, json) => out.push(`${json}\n`));
+    const input = pumpCommands(options.stdin ?? Bun.stdin.stream(), session, out, end);
+
+    const ending = await ended;
+    input.stop();
+    if (ending.kind === "eof") await waitIdle(session, runBoundMs(app.config));
+    await app.shutdown();
+    unsubscribe();
+    await within(out.close(), FLUSH_ON_EXIT_MS);
+    if (ending.kind === "signal") return 128 + ending.signo;
+    if (ending.kind === "broken") {
+      logLine(`serve: stdout closed (${ending.reason}); stopped`);
+      return 1;
+    }
+    return 0;
+  } finally {
+    for (const off of handlers) off();
+  }
+}
+
+/** The one writer of stdout: lines are queued synchronously (in seq order) and drained in order. */
+class FrameWriter {
+  private queue: Uint8Array[] = [];
+  private pendingBytes = 0;
+  private draining: Promise<void> | null = null;
+  private drainedWaiters: (() => void)[] = [];
+  private readonly encoder = new TextEncoder();
+
+  constructor(
+    private readonly writer: ClientWriter,
+    onBroken: (reason: string) => void,
+  ) {
+    writer.onBroken = onBroken;
+  }
+
+  push(line: string): void {
+    if (this.writer.broken !== null) return;
+    const bytes = this.encoder.encode(line);
+    this.queue.push(bytes);
+    this.pendingBytes += bytes.byteLength;
+    this.draining ??= this.drain();
+  }
+
+  /** Resolves once the backlog is under the high-water mark (at once when it is). */
+  belowHighWater(): Promise<void> {
+    if (this.pendingBytes <= OUT_HIGH_WATER || this.writer.broken !== null) return Promise.resolve();
+    return new Promise((wake) => this.drainedWaiters.push(wake));
+  }
+
+  async close(): Promise<void> {
+    while (this.draining !== null) await this.draining;
+    await this.writer.close();
+  }
+
+  private async drain(): Promise<void> {
+    while (this.queue.length > 0) {
+      const batch = this.queue;
+      this.queue = [];
+      const ok = await this.writer.write(batch);
+      for (const b of batch) this.pendingBytes -= b.byteLength;
+      if (!ok) {
+        this.queue = [];
+        this.pendingBytes = 0;
+      }
+      if (this.pendingBytes <= OUT_HIGH_WATER) for (const wake of this.drainedWaiters.splice(0)) wake();
+    }
+    this.draining = null;
+  }
+}
+
+function pumpCommands(
+  stdin: ReadableStream<Uint8Array>,
+  session: Session,
+  out: FrameWriter,
+  end: (e: Ending) => void,
+): { stop(): void } {
+  const reader = stdin.getReader();
+  const commands = new NdjsonCommandReader();
+  let stopped = false;
+  const handle = async (results: ParseCommandResult[]) => {
+    for (const r of results) {
+      if (stopped) return;
+      if (r.ok) {
+        const response = await session.handle(r.command);
+        // A response the transcript could not store was not broadcast: send it directly.
+        if (!("seq" in response)) out.push(encodeFrame(response));
+      } else if (session.emit(r.response) === null) {
+        out.push(encodeFrame(r.response));
+      }
+    }
+  };
+  void (async () => {
+    try {
+      for (;;) {
+        await out.belowHighWater();
+        const { value, done } = await reader.read();
+        if (done || stopped) break;
+        await handle(commands.push(value));
+      }
+      if (!stopped) await handle(commands.end());
+      end({ kind: "eof" });
+    } catch (e) {
+      logLine(`serve: reading stdin failed: ${errorMessage(e)}`);
+      end({ kind: "eof" });
+    }
+  })();
+  return {
+    stop() {
+      stopped = true;
+      reader.cancel().catch(() => {});
+    },
+  };
+}
+
+/** Waits until no run is in flight (queued follow-ups included), at most `ms`. */
+async function waitIdle(session: Session, ms: number): Promise<void> {
+  const deadline = performance.now() + ms;
+  while (session.state === "running" && performance.now() < deadline) {
+    await new Promise((wake) => setTimeout(wake, IDLE_POLL_MS));
+  }
+  if (session.state === "running") logLine("serve: the run in flight did not finish within the model timeout; aborting it");
+}
