@@ -27,6 +27,7 @@ import { errorMessage } from "../../shared/errors.ts";
 import { FrameLog } from "./frame-log.ts";
 import { rebuildHistory } from "./history.ts";
 import { type PendingItem, Queues, userMessages } from "./queues.ts";
+import { DEFAULT_CLOSE_TIMEOUT_MS, SessionClosedError, eventsNotEnabled, normalizeOutcome } from "./session-support.ts";
 import { settleRun } from "./settle.ts";
 import type {
   EventsCommand,
@@ -43,21 +44,6 @@ import type {
   SessionState,
   SessionStateData,
 } from "./types.ts";
-
-export const EVENTS_NOT_ENABLED_MESSAGE = "MCP Events are configured by the events subsystem (not enabled in this session)";
-export const DEFAULT_CLOSE_TIMEOUT_MS = 5000;
-
-/** Thrown by `inject` once the session is closed. */
-export class SessionClosedError extends Error {
-  readonly code = "session_closed";
-  constructor() {
-    super("the session is closed");
-  }
-}
-
-/** The default events hook: the events subsystem is not plugged in. */
-export const eventsNotEnabled: EventsHandler = (command) =>
-  errorResponse(command.id, command.type, "events_not_enabled", EVENTS_NOT_ENABLED_MESSAGE);
 
 interface ActiveRun {
   id: string;
@@ -398,15 +384,4 @@ export class Session {
     this.execute(run, trigger);
   }
 }
-
-function normalizeOutcome(o: RunOutcome | undefined): RunOutcome {
-  const status = o?.status === "ok" || o?.status === "aborted" ? o.status : "failed";
-  const out: RunOutcome = {
-    status,
-    appended: Array.isArray(o?.appended) ? o.appended : [],
-    steersSeen: typeof o?.steersSeen === "number" ? o.steersSeen : 0,
-  };
-  if (typeof o?.error === "string") out.error = o.error;
-  else if (o?.status !== status) out.error = "the runner reported no valid status";
-  return out;
-}
+export { EVENTS_NOT_ENABLED_MESSAGE, SessionClosedError, eventsNotEnabled } from "./session-support.ts";

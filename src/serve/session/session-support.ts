@@ -1,0 +1,31 @@
+/** Small pieces of the Session that stand on their own: the default events hook, errors, outcome checks. */
+import { errorResponse } from "../protocol/frames.ts";
+import type { EventsHandler, RunOutcome } from "./types.ts";
+
+export const EVENTS_NOT_ENABLED_MESSAGE = "MCP Events are configured by the events subsystem (not enabled in this session)";
+export const DEFAULT_CLOSE_TIMEOUT_MS = 5000;
+
+/** Thrown by `inject` once the session is closed. */
+export class SessionClosedError extends Error {
+  readonly code = "session_closed";
+  constructor() {
+    super("the session is closed");
+  }
+}
+
+/** The default events hook: the events subsystem is not plugged in. */
+export const eventsNotEnabled: EventsHandler = (command) =>
+  errorResponse(command.id, command.type, "events_not_enabled", EVENTS_NOT_ENABLED_MESSAGE);
+
+/** A runner's outcome as the session trusts it: anything malformed counts as failed. */
+export function normalizeOutcome(o: RunOutcome | undefined): RunOutcome {
+  const status = o?.status === "ok" || o?.status === "aborted" ? o.status : "failed";
+  const out: RunOutcome = {
+    status,
+    appended: Array.isArray(o?.appended) ? o.appended : [],
+    steersSeen: typeof o?.steersSeen === "number" ? o.steersSeen : 0,
+  };
+  if (typeof o?.error === "string") out.error = o.error;
+  else if (o?.status !== status) out.error = "the runner reported no valid status";
+  return out;
+}
