@@ -5,6 +5,8 @@
  */
 import type { FrameBody } from "../protocol/frames.ts";
 import type { Transcript, TranscriptRecord } from "../state/transcript.ts";
+import { errorMessage } from "../../shared/errors.ts";
+import { logLine } from "../../shared/log.ts";
 import type { FrameListener } from "./types.ts";
 
 export class FrameLog {
@@ -25,12 +27,31 @@ export class FrameLog {
     return this.listeners.size;
   }
 
+  /**
+   * The first failed append: said once on stderr, and told to every attached client as an `error`
+   * frame that is not stored (it cannot be) and carries no seq (serve.md §6 item 9).
+   */
+  private failed(e: unknown): void {
+    const message = `the session's transcript failed: ${errorMessage(e)}`;
+    logLine(message);
+    const frame = { type: "error", code: "session_failed", message };
+    const json = JSON.stringify(frame);
+    for (const listener of [...this.listeners]) {
+      try {
+        listener(frame as unknown as TranscriptRecord, json);
+      } catch {
+        this.listeners.delete(listener);
+      }
+    }
+  }
+
   /** Appends and broadcasts; returns the stored record, or null when the transcript refused it. */
   emit(frame: FrameBody): TranscriptRecord | null {
     let stored: { record: TranscriptRecord; json: string };
     try {
       stored = this.transcript.appendFrame(frame as unknown as { type: string; [key: string]: unknown });
     } catch (e) {
+      if (this.lastError === null) this.failed(e);
       this.lastError = e;
       return null;
     }

@@ -27,7 +27,7 @@ import { errorMessage } from "../../shared/errors.ts";
 import { FrameLog } from "./frame-log.ts";
 import { rebuildHistory } from "./history.ts";
 import { type PendingItem, Queues, userMessages } from "./queues.ts";
-import { DEFAULT_CLOSE_TIMEOUT_MS, SessionClosedError, eventsNotEnabled, normalizeOutcome } from "./session-support.ts";
+import { DEFAULT_CLOSE_TIMEOUT_MS, SessionClosedError, eventsNotEnabled, normalizeOutcome, withoutPrompt } from "./session-support.ts";
 import { settleRun } from "./settle.ts";
 import type {
   EventsCommand,
@@ -161,6 +161,12 @@ export class Session {
     const id = command.id;
     const type = command.type as CommandName;
     if (this.closed) return errorResponse(id, type, "session_closed", "the session is closed");
+    // A session whose transcript has failed cannot record anything: it refuses work rather than
+    // run a model (and tools) off the record.
+    const failed = this.transcript.failed;
+    if (failed && command.type !== "get_state" && command.type !== "get_transcript") {
+      return errorResponse(id, type, "session_failed", `the session's transcript failed: ${failed.message}`);
+    }
     this.touch();
     let response: ResponseFrame;
     let after: (() => void) | null = null;
@@ -214,7 +220,7 @@ export class Session {
    * a run when idle); steer is handed to the running run at its next turn, or starts a run when idle.
    */
   inject(injection: Injection): InjectResult {
-    if (this.closed) throw new SessionClosedError();
+    if (this.closed || this.transcript.failed) throw new SessionClosedError();
     this.touch();
     const r = this.accept({ text: injection.text, tag: injection.tag }, injection.behavior, "mcp_events");
     if ("start" in r) {
@@ -253,6 +259,10 @@ export class Session {
   private store(frame: FrameBody) {
     const record = this.frames.emit(frame);
     if (record !== null) this.touch();
+    // Nothing more of this session can be recorded: stop the run rather than let it call tools.
+    else if (this.transcript.failed && this.run !== null && !this.run.controller.signal.aborted) {
+      this.run.controller.abort(new Error("the session's transcript failed"));
+    }
     return record;
   }
 
@@ -266,6 +276,7 @@ export class Session {
       last_seq: this.transcript.lastSeq,
     };
     if (this.run !== null) data.run_id = this.run.id;
+    if (this.transcript.failed) data.failed = this.transcript.failed.message;
     return data;
   }
 
@@ -361,7 +372,7 @@ export class Session {
     const leftover = this.queues.takeSteers();
     const s = settleRun({ prompt: run.prompt, taken: run.taken, steersSeen: outcome.steersSeen, leftover, succeeded });
     this.queues.requeueFront(s.requeue);
-    this.conversation.push(...userMessages(s.keptPrompt), ...outcome.appended);
+    this.conversation.push(...userMessages(s.keptPrompt), ...withoutPrompt(outcome.appended, run.prompt));
     this.run = null;
     const report: RunSettled = { runId: run.id, status: outcome.status, succeeded, delivered: s.delivered, returned: s.returned };
     for (const listener of [...this.settledListeners]) {

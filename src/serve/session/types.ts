@@ -90,6 +90,8 @@ export interface SessionStateData {
   pending_injections: number;
   /** The last seq stored before this response. */
   last_seq: number;
+  /** Set once the transcript has failed: the session then refuses work (read-only commands still answer). */
+  failed?: string;
 }
 
 export interface SessionOptions {
