@@ -1,0 +1,682 @@
+/**
+ * Performance harness for `vigil serve --listen` (serve.md §1, §4): one run measures
+ *
+ *   (a) frame fan-out — frames per second delivered to 1 and to 50 SSE clients attached to one
+ *       session (`GET /v1/sessions/<name>/frames`), per client and in total, against a floor in the
+ *       same run: `bench/serve/baseline-sse.ts`, a minimal Bun.serve SSE broadcaster pushing the
+ *       same frame JSON to 1 and 50 clients;
+ *   (b) memory — the daemon's VmRSS / VmHWM (from /proc/<pid>/status) with 0 sessions, 1 session
+ *       and 100 idle sessions, in one fresh daemon.
+ *
+ *   bun bench/serve/run.ts [--write] [--rounds N] [--seconds S] [--window W]
+ *
+ *   --write      add or replace the `<!-- bench:serve … -->` section of bench/RESULTS.md
+ *   --rounds N   fan-out rounds (default 3); the four setups are interleaved in a rotating order
+ *   --seconds S  how long the driver sends commands in each fan-out run (default 3)
+ *   --window W   commands in flight (default 8)
+ *
+ * Frame source: `get_state` commands POSTed to the session, W in flight. Each one produces exactly
+ * one `response` frame (stored in the transcript, then broadcast), needs no model and no MCP server,
+ * so the stream is steady and its rate is set by the daemon alone. (A prompt produces five frames
+ * per run, but runs are serialized per session and paced by the model's HTTP round trip.) The
+ * baseline is driven by the same loop with the same command bodies, and its frames are the same
+ * `get_state` response JSON (`seq`, `time`, `id`, state data), so the only difference is vigil's
+ * work per frame: command validation, the session, the transcript append, the per-client SSE queue.
+ *
+ * A fan-out run: K clients attach (each has received the attach comment), the driver sends commands
+ * for S seconds, then every client must receive every frame (bounded wait). Per client, frames/s =
+ * frames received / (time of its last frame − the first send). Total = the sum over clients. A
+ * client the daemon dropped (its unsent backlog went over 4 MiB) is reported. CPU time of the server
+ * process and of this process (the driver and every client) is read for each run.
+ *
+ * The daemon runs from `dist/vigil` with a config whose model is the mock model
+ * (`test/fixtures/mock-model.ts`, started here) and no MCP server; a prompt is sent once first to
+ * check the whole chain. Every child leads its own process group; every wait is bounded; every
+ * group is killed on every way out (errors, SIGINT/SIGTERM/SIGHUP, a 110 s overall deadline), and
+ * the temporary directory is removed.
+ */
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { availableParallelism, loadavg, release, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import type { Subprocess } from "bun";
+
+const ROOT = resolve(import.meta.dir, "../..");
+const VIGIL = join(ROOT, "dist/vigil");
+const MOCK = join(ROOT, "test/fixtures/mock-model.ts");
+const BASELINE = join(import.meta.dir, "baseline-sse.ts");
+const RESULTS = join(ROOT, "bench/RESULTS.md");
+const DEADLINE_MS = 110_000;
+const CLIENT_COUNTS = [1, 50] as const;
+const IDLE_SESSIONS = 100;
+const START_MS = 20_000;
+const ATTACH_MS = 10_000;
+const DRAIN_MS = 20_000;
+const STOP_MS = 8_000;
+const SETTLE_MS = 1500;
+const CLK_TCK = 100;
+
+// ---------------------------------------------------------------------------------------------
+// Options
+
+interface Options {
+  write: boolean;
+  rounds: number;
+  seconds: number;
+  window: number;
+}
+
+function parseOptions(argv: string[]): Options {
+  const o: Options = { write: false, rounds: 3, seconds: 3, window: 8 };
+  const num = (flag: string, v: string | undefined, min: number, max: number) => {
+    const n = Number(v);
+    if (v === undefined || !Number.isFinite(n) || n < min || n > max) usage(`${flag}: expected a number from ${min} to ${max}`);
+    return n;
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === "--write") o.write = true;
+    else if (a === "--rounds") o.rounds = Math.floor(num(a, argv[++i], 1, 10));
+    else if (a === "--seconds") o.seconds = num(a, argv[++i], 0.5, 10);
+    else if (a === "--window") o.window = Math.floor(num(a, argv[++i], 1, 256));
+    else if (a === "--help" || a === "-h") usage();
+    else usage(`unknown argument ${a}`);
+  }
+  if (o.rounds * 4 * (o.seconds + 2) > 90) usage("--rounds × --seconds would not finish within the deadline");
+  return o;
+}
+
+function usage(error?: string): never {
+  if (error) process.stderr.write(`bench: ${error}\n`);
+  process.stderr.write("usage: bun bench/serve/run.ts [--write] [--rounds N] [--seconds S] [--window W]\n");
+  process.exit(error ? 2 : 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Process groups and the temporary directory: cleaned up on every way out.
+
+const liveGroups = new Set<number>();
+let tempRoot: string | null = null;
+
+function killGroup(pgid: number): void {
+  try {
+    process.kill(-pgid, "SIGKILL");
+  } catch {
+    // already gone
+  }
+}
+
+process.on("exit", () => {
+  for (const pgid of liveGroups) killGroup(pgid);
+  liveGroups.clear();
+  if (tempRoot !== null) rmSync(tempRoot, { recursive: true, force: true });
+  tempRoot = null;
+});
+for (const [name, signo] of [["SIGINT", 2], ["SIGTERM", 15], ["SIGHUP", 1]] as const) {
+  process.on(name, () => {
+    process.stderr.write(`bench: ${name}, stopping\n`);
+    process.exit(128 + signo);
+  });
+}
+
+function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout>;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no result within ${ms} ms`)), ms);
+  });
+  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+}
+
+interface Child {
+  name: string;
+  proc: Subprocess<"ignore", "pipe", "pipe">;
+  pid: number;
+  stderr: string;
+  stdout: string;
+}
+
+/** Spawns a process group leader; collects stdout and stderr as text (both are small here). */
+function spawnChild(name: string, argv: string[], env: Record<string, string> = {}): Child {
+  const proc = Bun.spawn(argv, { cwd: ROOT, detached: true, stdin: "ignore", stdout: "pipe", stderr: "pipe", env: { ...process.env, ...env } });
+  liveGroups.add(proc.pid);
+  const child: Child = { name, proc, pid: proc.pid, stderr: "", stdout: "" };
+  const collect = async (stream: ReadableStream<Uint8Array>, key: "stdout" | "stderr") => {
+    const decoder = new TextDecoder();
+    try {
+      for await (const chunk of stream) if (child[key].length < 1 << 20) child[key] += decoder.decode(chunk, { stream: true });
+    } catch {
+      // the process is gone
+    }
+  };
+  void collect(proc.stdout, "stdout");
+  void collect(proc.stderr, "stderr");
+  return child;
+}
+
+async function waitFor(child: Child, key: "stdout" | "stderr", pattern: RegExp, ms: number): Promise<RegExpExecArray> {
+  const deadline = performance.now() + ms;
+  for (;;) {
+    const m = pattern.exec(child[key]);
+    if (m !== null) return m;
+    if (child.proc.exitCode !== null || child.proc.signalCode !== null) {
+      throw new Error(`${child.name} exited (${child.proc.exitCode ?? child.proc.signalCode}) before it was ready: ${child.stderr.slice(-2000)}`);
+    }
+    if (performance.now() > deadline) throw new Error(`${child.name}: not ready within ${ms} ms: ${child.stderr.slice(-2000)}`);
+    await Bun.sleep(20);
+  }
+}
+
+/** SIGTERM, then SIGKILL to the group if it has not exited in time; returns the exit code. */
+async function stop(child: Child): Promise<number | null> {
+  try {
+    process.kill(child.pid, "SIGTERM");
+  } catch {
+    // already gone
+  }
+  const code = await within(child.proc.exited, STOP_MS, `${child.name} stop`).catch(() => null);
+  killGroup(child.pid);
+  liveGroups.delete(child.pid);
+  return code;
+}
+
+// ---------------------------------------------------------------------------------------------
+// /proc readings
+
+/** utime + stime of a process, ms. */
+function cpuMsOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
+}
+
+const selfCpuMs = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
+
+interface Memory {
+  rssKiB: number;
+  hwmKiB: number;
+  anonKiB: number;
+  fds: number;
+  threads: number;
+}
+
+function memoryOf(pid: number): Memory {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? NaN);
+  return { rssKiB: field("VmRSS"), hwmKiB: field("VmHWM"), anonKiB: field("RssAnon"), fds: readdirSync(`/proc/${pid}/fd`).length, threads: field("Threads") };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The servers
+
+interface Server {
+  name: "vigil" | "baseline";
+  child: Child;
+  base: string;
+}
+
+function writeConfig(dir: string, modelUrl: string): string {
+  const file = join(dir, "vigil.json");
+  writeFileSync(file, JSON.stringify({ model: { provider: "openai", base_url: modelUrl, model: "mock-model", timeout_ms: 20_000 } }));
+  return file;
+}
+
+async function startDaemon(config: string, stateDir: string): Promise<Server> {
+  const child = spawnChild("vigil serve", [VIGIL, "serve", "--config", config, "--state-dir", stateDir, "--listen", "127.0.0.1:0", "--session-idle-timeout", "0"]);
+  const m = await waitFor(child, "stderr", /vigil serve listening (http:\/\/\S+)\n/, START_MS);
+  return { name: "vigil", child, base: m[1]! };
+}
+
+async function startBaseline(): Promise<Server> {
+  const child = spawnChild("baseline", [process.execPath, BASELINE]);
+  const m = await waitFor(child, "stdout", /^(\{.*\})\n/m, START_MS);
+  return { name: "baseline", child, base: (JSON.parse(m[1]!) as { url: string }).url };
+}
+
+async function post(base: string, session: string, command: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const res = await fetch(`${base}/v1/sessions/${session}/commands`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(command),
+  });
+  const body = (await res.json()) as Record<string, unknown>;
+  if (res.status !== 200 || body.success !== true) throw new Error(`POST ${command.type} to ${session}: HTTP ${res.status} ${JSON.stringify(body).slice(0, 300)}`);
+  return body;
+}
+
+// ---------------------------------------------------------------------------------------------
+// SSE clients: count `event: frame` blocks straight on the bytes (no decoding, no JSON parse), so
+// the clients cost as little as possible; the first client of each run also checks its frames.
+
+const EVENT = Buffer.from("event: frame\n");
+
+class SseClient {
+  frames = 0;
+  attached = false;
+  closed = false;
+  lastAt = 0;
+  firstSeq: number | null = null;
+  lastSeq: number | null = null;
+  error: string | null = null;
+  private carry = Buffer.alloc(0);
+  private text = "";
+  private readonly abort = new AbortController();
+
+  constructor(
+    url: string,
+    private readonly check: boolean,
+  ) {
+    void this.pump(url);
+  }
+
+  close(): void {
+    this.abort.abort();
+  }
+
+  private async pump(url: string): Promise<void> {
+    try {
+      const res = await fetch(url, { signal: this.abort.signal });
+      if (res.status !== 200 || res.body === null) throw new Error(`HTTP ${res.status}`);
+      for await (const chunk of res.body) {
+        this.attached = true;
+        const buf = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+        let n = this.straddling(buf);
+        for (let at = buf.indexOf(EVENT); at !== -1; at = buf.indexOf(EVENT, at + EVENT.length)) n++;
+        const tail = buf.length >= EVENT.length - 1 ? buf : Buffer.concat([this.carry, buf]);
+        this.carry = Buffer.from(tail.subarray(Math.max(0, tail.length - (EVENT.length - 1))));
+        if (n > 0) {
+          this.frames += n;
+          this.lastAt = performance.now();
+        }
+        if (this.check) this.seqs(buf);
+      }
+    } catch (e) {
+      // aborted, or the server ended the stream
+      if (!this.abort.signal.aborted) this.error = e instanceof Error ? e.message : String(e);
+    } finally {
+      this.closed = true;
+    }
+  }
+
+  /** Matches that start in the previous chunk's tail and end in this chunk. */
+  private straddling(buf: Buffer): number {
+    if (this.carry.length === 0) return 0;
+    const joint = Buffer.concat([this.carry, buf.subarray(0, EVENT.length - 1)]);
+    let n = 0;
+    for (let at = joint.indexOf(EVENT); at !== -1; at = joint.indexOf(EVENT, at + 1)) if (at < this.carry.length && at + EVENT.length > this.carry.length) n++;
+    return n;
+  }
+
+  /** Client 0: every frame's seq, in order and without a gap (blocks may span chunks). */
+  private seqs(buf: Buffer): void {
+    this.text += buf.toString("latin1");
+    const end = this.text.lastIndexOf("\n\n");
+    if (end === -1) return;
+    const complete = this.text.slice(0, end + 2);
+    this.text = this.text.slice(end + 2);
+    for (const m of complete.matchAll(/^id: (\d+)$/gm)) {
+      const seq = Number(m[1]);
+      if (this.lastSeq !== null && seq !== this.lastSeq + 1) throw new Error(`SSE: seq ${seq} after ${this.lastSeq}`);
+      this.firstSeq ??= seq;
+      this.lastSeq = seq;
+    }
+  }
+}
+
+async function until(cond: () => boolean, ms: number): Promise<boolean> {
+  const deadline = performance.now() + ms;
+  while (!cond()) {
+    if (performance.now() > deadline) return false;
+    await Bun.sleep(5);
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// (a) fan-out
+
+interface FanRun {
+  server: Server["name"];
+  clients: number;
+  round: number;
+  sent: number;
+  /** Commands answered per second (the driver's rate). */
+  commandsPerSec: number;
+  perClient: number[];
+  total: number;
+  dropped: number;
+  incomplete: number;
+  serverCpuPerKFrames: number;
+  benchCpuPerKFrames: number;
+  serverCpuShare: number;
+  benchCpuShare: number;
+  /** Bytes of one frame's JSON (the last command's response). */
+  frameBytes: number;
+}
+
+async function fanOut(server: Server, clients: number, round: number, o: Options): Promise<FanRun> {
+  const session = `fan-r${round}-k${clients}`;
+  // Open the session first, so the clients attach to a session that exists and no frame precedes the run.
+  if (server.name === "vigil") await post(server.base, session, { type: "get_state", id: "open" });
+  const readers = Array.from({ length: clients }, (_, i) => new SseClient(`${server.base}/v1/sessions/${session}/frames`, i === 0));
+  try {
+    if (!(await until(() => readers.every((r) => r.attached || r.closed), ATTACH_MS)) || readers.some((r) => r.closed)) {
+      throw new Error(`${server.name}: ${readers.filter((r) => !r.attached).length} of ${clients} SSE clients did not attach`);
+    }
+    await Bun.sleep(50);
+    const cpu0 = { server: cpuMsOf(server.child.pid), self: selfCpuMs() };
+    const t0 = performance.now();
+    const stopAt = t0 + o.seconds * 1000;
+    let sent = 0;
+    let answered = 0;
+    let frameBytes = 0;
+    const worker = async (w: number) => {
+      while (performance.now() < stopAt) {
+        sent++;
+        frameBytes = JSON.stringify(await post(server.base, session, { type: "get_state", id: `g${w}-${sent}` })).length;
+        answered++;
+      }
+    };
+    await within(Promise.all(Array.from({ length: o.window }, (_, w) => worker(w))), o.seconds * 1000 + DRAIN_MS, `${server.name} driver`);
+    const tSent = performance.now();
+    await until(() => readers.every((r) => r.frames >= answered || r.closed), DRAIN_MS);
+    const cpu1 = { server: cpuMsOf(server.child.pid), self: selfCpuMs() };
+    const tEnd = Math.max(...readers.map((r) => r.lastAt));
+    const perClient = readers.map((r) => r.frames / ((r.lastAt - t0) / 1000));
+    const delivered = readers.reduce((n, r) => n + r.frames, 0);
+    const first = readers[0]!;
+    if (first.error !== null) throw new Error(`${server.name}: client 0: ${first.error}`);
+    if (!first.closed && first.frames !== answered) throw new Error(`${server.name}: client 0 got ${first.frames} of ${answered} frames`);
+    if (!first.closed && first.lastSeq !== null && first.firstSeq !== null && first.lastSeq - first.firstSeq + 1 !== answered) {
+      throw new Error(`${server.name}: client 0 saw seq ${first.firstSeq}..${first.lastSeq} for ${answered} frames`);
+    }
+    const serverCpu = cpu1.server - cpu0.server;
+    return {
+      server: server.name,
+      clients,
+      round,
+      sent: answered,
+      commandsPerSec: answered / ((tSent - t0) / 1000),
+      perClient,
+      total: delivered / ((tEnd - t0) / 1000),
+      dropped: readers.filter((r) => r.closed).length,
+      incomplete: readers.filter((r) => !r.closed && r.frames < answered).length,
+      serverCpuPerKFrames: (serverCpu / delivered) * 1000,
+      benchCpuPerKFrames: ((cpu1.self - cpu0.self) / delivered) * 1000,
+      serverCpuShare: serverCpu / (tEnd - t0),
+      benchCpuShare: (cpu1.self - cpu0.self) / (tEnd - t0),
+      frameBytes,
+    };
+  } finally {
+    for (const r of readers) r.close();
+    await until(() => readers.every((r) => r.closed), 2000);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// (b) memory with idle sessions
+
+interface MemRow {
+  label: string;
+  sessions: number;
+  m: Memory;
+}
+
+async function settledMemory(pid: number): Promise<Memory> {
+  await Bun.sleep(SETTLE_MS);
+  return memoryOf(pid);
+}
+
+async function idleMemory(config: string, stateDir: string): Promise<{ rows: MemRow[]; exit: number | null; openMs: number }> {
+  const d = await startDaemon(config, stateDir);
+  const rows: MemRow[] = [];
+  const health = async () => ((await (await fetch(`${d.base}/v1/health`)).json()) as { sessions: number }).sessions;
+  if ((await health()) !== 0) throw new Error("expected 0 sessions at start");
+  rows.push({ label: "0 sessions (started, one health request)", sessions: 0, m: await settledMemory(d.child.pid) });
+  await post(d.base, "idle-000", { type: "get_state", id: "g" });
+  rows.push({ label: "1 session (one get_state)", sessions: 1, m: await settledMemory(d.child.pid) });
+  const t0 = performance.now();
+  let next = 1;
+  const opener = async () => {
+    while (next < IDLE_SESSIONS) {
+      const i = next++;
+      await post(d.base, `idle-${String(i).padStart(3, "0")}`, { type: "get_state", id: "g" });
+    }
+  };
+  await within(Promise.all(Array.from({ length: 8 }, opener)), 30_000, "opening sessions");
+  const openMs = performance.now() - t0;
+  const n = await health();
+  if (n !== IDLE_SESSIONS) throw new Error(`expected ${IDLE_SESSIONS} sessions, health says ${n}`);
+  rows.push({ label: `${IDLE_SESSIONS} idle sessions (one get_state each)`, sessions: IDLE_SESSIONS, m: await settledMemory(d.child.pid) });
+  const exit = await stop(d.child);
+  return { rows, exit, openMs };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+const fmt = (x: number, digits = 0) => x.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const mib = (kib: number) => fmt(kib / 1024, 1);
+
+function machine(): string {
+  let cpu = "unknown CPU";
+  try {
+    cpu = /model name\s*:\s*(.*)/.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1]?.trim() ?? cpu;
+  } catch {
+    // not Linux
+  }
+  const version = Bun.spawnSync([VIGIL, "--version"]).stdout.toString().trim();
+  return `${availableParallelism()} CPUs (nproc), ${cpu}, Linux ${release()}, Bun ${Bun.version}, vigil ${version} (dist/vigil)`;
+}
+
+function table(headers: string[], rows: string[][], align: ("l" | "r")[]): string[] {
+  return [`| ${headers.join(" | ")} |`, `| ${align.map((a) => (a === "r" ? "---:" : "---")).join(" | ")} |`, ...rows.map((r) => `| ${r.join(" | ")} |`)];
+}
+
+interface Results {
+  date: string;
+  machine: string;
+  o: Options;
+  runs: FanRun[];
+  mem: MemRow[];
+  memExit: number | null;
+  openMs: number;
+  fanExit: number | null;
+  seconds: number;
+  load: [string, string];
+}
+
+function render(r: Results): string {
+  const L: string[] = [];
+  L.push("<!-- bench:serve start (generated by bun bench/serve/run.ts --write; replaced on the next run) -->");
+  L.push(`## serve — ${r.date}`, "");
+  L.push(`Machine: ${r.machine}.`);
+  L.push(
+    `Run: \`bun bench/serve/run.ts --write\`, ${r.o.rounds} fan-out round${r.o.rounds === 1 ? "" : "s"}, the four fan-out setups interleaved in a rotating order, medians over rounds (range in parentheses); ${fmt(r.seconds)} s; 1-min load average ${r.load[0]} at start, ${r.load[1]} at end.`,
+    "",
+  );
+  L.push(
+    `**Frame fan-out**: one session, K SSE clients attached (\`GET /v1/sessions/<name>/frames\`); a driver POSTs \`get_state\` commands (${r.o.window} in flight) for ${r.o.seconds} s, each producing one \`response\` frame (${fmt(median(r.runs.filter((x) => x.server === "vigil").map((x) => x.frameBytes)))} B of JSON from vigil, ${fmt(median(r.runs.filter((x) => x.server === "baseline").map((x) => x.frameBytes)))} B from the baseline); then every client must have every frame. Per-client frames/s = frames received / (its last frame − first send); total = sum over clients. Baseline = \`bench/serve/baseline-sse.ts\` (Bun.serve, same URL shape, same driver and frame JSON, no session/transcript/validation). CPU per 1,000 delivered frames from /proc (server) and \`process.cpuUsage\` (this process: driver + all clients).`,
+    "",
+  );
+  const rows: string[][] = [];
+  for (const server of ["vigil", "baseline"] as const) {
+    for (const k of CLIENT_COUNTS) {
+      const runs = r.runs.filter((x) => x.server === server && x.clients === k);
+      const per = runs.map((x) => mean(x.perClient));
+      const minPer = runs.map((x) => Math.min(...x.perClient));
+      const tot = runs.map((x) => x.total);
+      const cmd = runs.map((x) => x.commandsPerSec);
+      const base = r.runs.filter((x) => x.server === "baseline" && x.clients === k).map((x) => x.total);
+      rows.push([
+        server === "vigil" ? "`vigil serve`" : "baseline",
+        String(k),
+        `${fmt(median(per))} (${fmt(Math.min(...per))}–${fmt(Math.max(...per))})`,
+        fmt(median(minPer)),
+        `${fmt(median(tot))} (${fmt(Math.min(...tot))}–${fmt(Math.max(...tot))})`,
+        server === "vigil" ? `${fmt((median(tot) / median(base)) * 100)} %` : "—",
+        fmt(median(cmd)),
+        fmt(median(runs.map((x) => x.serverCpuPerKFrames)), 1),
+        `${fmt(median(runs.map((x) => x.serverCpuShare)) * 100)} %`,
+        fmt(median(runs.map((x) => x.benchCpuPerKFrames)), 1),
+        `${fmt(median(runs.map((x) => x.benchCpuShare)) * 100)} %`,
+        String(runs.reduce((n, x) => n + x.dropped + x.incomplete, 0)),
+      ]);
+    }
+  }
+  L.push(
+    ...table(
+      ["server", "clients", "frames/s per client (mean)", "slowest client", "frames/s total", "vs baseline", "commands/s", "server CPU ms / 1k frames", "server CPU busy", "bench CPU ms / 1k frames", "bench CPU busy", "clients dropped or short"],
+      rows,
+      ["l", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r"],
+    ),
+    "",
+  );
+  const m0 = r.mem[0]!.m;
+  const m1 = r.mem[1]!.m;
+  const m100 = r.mem[2]!.m;
+  L.push(
+    `**Memory with idle sessions**: a fresh daemon (same config, no MCP server); a session is opened by one \`get_state\` POST (\`/v1/health\` confirms the count) and stays open (\`--session-idle-timeout 0\`); readings from \`/proc/<pid>/status\` ${SETTLE_MS / 1000} s after each step. The 99 sessions after the first were opened with 8 requests in flight in ${fmt(r.openMs)} ms.`,
+    "",
+  );
+  L.push(
+    ...table(
+      ["daemon state", "VmRSS (MiB)", "VmHWM (MiB)", "RssAnon (MiB)", "open fds", "threads"],
+      r.mem.map((x) => [x.label, mib(x.m.rssKiB), mib(x.m.hwmKiB), mib(x.m.anonKiB), String(x.m.fds), String(x.m.threads)]),
+      ["l", "r", "r", "r", "r", "r"],
+    ),
+    "",
+  );
+  const perSession = (m100.rssKiB - m1.rssKiB) / (IDLE_SESSIONS - 1);
+  L.push("Reading the numbers:", "");
+  const vr = (k: number) => r.runs.filter((x) => x.server === "vigil" && x.clients === k);
+  const v1 = r.runs.filter((x) => x.server === "vigil" && x.clients === 1).map((x) => x.total);
+  const v50 = r.runs.filter((x) => x.server === "vigil" && x.clients === 50).map((x) => x.total);
+  const b1 = r.runs.filter((x) => x.server === "baseline" && x.clients === 1).map((x) => x.total);
+  const b50 = r.runs.filter((x) => x.server === "baseline" && x.clients === 50).map((x) => x.total);
+  L.push(
+    `- Fan-out: with 1 client vigil delivers ${fmt(median(v1))} frames/s (baseline ${fmt(median(b1))}); with 50 clients ${fmt(median(v50))} frames/s in total, ${fmt(median(v50) / 50)} per client (baseline ${fmt(median(b50))} in total). Going from 1 to 50 clients multiplies vigil's delivered total by ${fmt(median(v50) / median(v1), 1)} × and the baseline's by ${fmt(median(b50) / median(b1), 1)} ×.`,
+    `- Where the limit is: during the vigil runs the daemon is on CPU ${fmt(median(vr(1).map((x) => x.serverCpuShare)) * 100)} % (1 client) and ${fmt(median(vr(50).map((x) => x.serverCpuShare)) * 100)} % (50 clients) of the wall time (a core's worth: it is CPU-bound; Bun's helper threads count too): ${fmt(median(vr(1).map((x) => x.serverCpuPerKFrames)), 0)} µs of daemon CPU per frame with 1 client (a whole command: HTTP request, validation, session, transcript append, SSE write, HTTP response) and ${fmt(median(vr(50).map((x) => x.serverCpuPerKFrames)), 1)} µs per delivered frame with 50 (the command path is shared by 50 deliveries). With 50 clients the commands/s fall to ${fmt(median(vr(50).map((x) => x.commandsPerSec)))}: producing frames slows down because delivering each one 50 times takes the daemon's time. This process (driver + clients) is busy ${fmt(median(vr(50).map((x) => x.benchCpuShare)) * 100)} % of the wall time in the 50-client vigil runs, and the machine has ${availableParallelism()} CPUs, so the 50-client figures are bounded by CPU shared between server and clients (for vigil and the baseline alike).`,
+    `- Memory: the first session adds ${fmt((m1.rssKiB - m0.rssKiB) / 1024, 1)} MiB RSS (code paths run for the first time, the HTTP command path included); each further idle session adds ~${fmt(perSession, 0)} KiB RSS (${mib(m1.rssKiB)} → ${mib(m100.rssKiB)} MiB for 99 more) and one fd, its open \`transcript.jsonl\` (${m1.fds} → ${m100.fds} fds; the rest are the opener's keep-alive connections).`,
+    `- Every daemon stopped on SIGTERM with exit ${r.fanExit} (fan-out) and ${r.memExit} (memory).`,
+    "",
+  );
+  L.push("<!-- bench:serve end -->");
+  return L.join("\n");
+}
+
+function writeResults(section: string): void {
+  const startMark = "<!-- bench:serve start";
+  const endMark = "<!-- bench:serve end -->";
+  // Read right before writing: other harnesses write their own sections of this file.
+  let text = existsSync(RESULTS)
+    ? readFileSync(RESULTS, "utf8")
+    : "# Benchmark results\n\nWritten by the harnesses in `bench/` (see bench/README.md). Newest section first; each dated section is replaced when the harness is re-run with `--write` on the same day.\n\n";
+  const a = text.indexOf(startMark);
+  const b = text.indexOf(endMark);
+  if (a >= 0 && b > a) {
+    text = text.slice(0, a) + section + text.slice(b + endMark.length);
+  } else {
+    // Newest first: before the first generated section, else at the end.
+    const first = text.indexOf("<!-- bench:");
+    text = first >= 0 ? `${text.slice(0, first)}${section}\n\n${text.slice(first)}` : `${text.replace(/\n*$/, "\n\n")}${section}\n`;
+  }
+  writeFileSync(RESULTS, text);
+}
+
+function textSummary(r: Results): string {
+  const out = ["", `vigil serve bench — ${r.machine}; ${fmt(r.seconds)} s`, ""];
+  for (const x of r.runs) {
+    out.push(
+      `  round ${x.round} ${x.server.padEnd(8)} K=${String(x.clients).padStart(2)}  sent ${x.sent}  per client ${fmt(mean(x.perClient))}/s  total ${fmt(x.total)}/s  server CPU ${fmt(x.serverCpuPerKFrames, 1)} ms/1k  dropped ${x.dropped} short ${x.incomplete}`,
+    );
+  }
+  for (const m of r.mem) out.push(`  ${m.label.padEnd(44)} VmRSS ${mib(m.m.rssKiB)} MiB  VmHWM ${mib(m.m.hwmKiB)} MiB  fds ${m.m.fds}`);
+  return out.join("\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Main
+
+async function main(): Promise<number> {
+  const o = parseOptions(process.argv.slice(2));
+  if (!existsSync(VIGIL)) {
+    process.stderr.write("bench: dist/vigil is missing; build it first (bun scripts/build.ts --host)\n");
+    return 2;
+  }
+  const deadline = setTimeout(() => {
+    process.stderr.write(`bench: the run did not finish within ${DEADLINE_MS / 1000} s; stopping\n`);
+    process.exit(1);
+  }, DEADLINE_MS);
+  const began = performance.now();
+  const loadStart = loadavg()[0]!.toFixed(2);
+  tempRoot = mkdtempSync(join(tmpdir(), "vigil-bench-serve-"));
+
+  const mock = spawnChild("mock model", [process.execPath, MOCK]);
+  const mockUrl = (JSON.parse((await waitFor(mock, "stdout", /^(\{.*\})\n/m, START_MS))[1]!) as { url: string }).url;
+  const config = writeConfig(tempRoot, mockUrl);
+
+  // (b) first, on a fresh daemon and a quiet machine.
+  process.stderr.write("memory: 0, 1, 100 idle sessions…\n");
+  const mem = await idleMemory(config, join(tempRoot, "state-mem"));
+
+  // (a)
+  const vigil = await startDaemon(config, join(tempRoot, "state-fan"));
+  const baseline = await startBaseline();
+  // The chain works end to end: one prompt answered by the mock model, seen on SSE.
+  const probe = new SseClient(`${vigil.base}/v1/sessions/probe/frames`, false);
+  await post(vigil.base, "probe", { type: "prompt", id: "p1", message: "hello" });
+  if (!(await until(() => probe.frames >= 5, 10_000))) throw new Error(`probe: expected 5 frames for a prompt, got ${probe.frames}`);
+  probe.close();
+
+  const setups: [Server, number][] = [];
+  for (const s of [vigil, baseline]) for (const k of CLIENT_COUNTS) setups.push([s, k]);
+  const runs: FanRun[] = [];
+  for (let round = 1; round <= o.rounds; round++) {
+    for (let i = 0; i < setups.length; i++) {
+      const [s, k] = setups[(i + round - 1) % setups.length]!;
+      const x = await fanOut(s, k, round, o);
+      runs.push(x);
+      process.stderr.write(`  round ${round}/${o.rounds} ${s.name.padEnd(8)} ${String(k).padStart(2)} clients: ${fmt(mean(x.perClient))} frames/s per client, ${fmt(x.total)} total\n`);
+    }
+  }
+  const fanExit = await stop(vigil.child);
+  await stop(baseline.child);
+  await stop(mock);
+  clearTimeout(deadline);
+
+  const results: Results = {
+    date: new Date().toISOString().slice(0, 10),
+    machine: machine(),
+    o,
+    runs,
+    mem: mem.rows,
+    memExit: mem.exit,
+    openMs: mem.openMs,
+    fanExit,
+    seconds: (performance.now() - began) / 1000,
+    load: [loadStart, loadavg()[0]!.toFixed(2)],
+  };
+  const section = render(results);
+  process.stdout.write(`${textSummary(results)}\n\n${section}\n`);
+  if (o.write) {
+    writeResults(section);
+    process.stderr.write(`written: ${RESULTS} (bench:serve section)\n`);
+  }
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (e: unknown) => {
+    process.stderr.write(`bench: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.exit(1);
+  },
+);
