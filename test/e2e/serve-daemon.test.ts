@@ -262,4 +262,15 @@ describe("vigil serve --listen", () => {
     }
     expect(existsSync(env.grandchildFile)).toBe(false);
   });
+
+  test("a second daemon on an address already in use exits 2 instead of sharing it", async () => {
+    const env = await environment();
+    const first = await startDaemon(env);
+    const port = new URL(first.base).port;
+    const c = new LineClient([VIGIL_BIN, "serve", "--config", env.configFile, "--state-dir", env.stateDir, "--listen", `127.0.0.1:${port}`]);
+    cleanups.push(() => c.dispose());
+    expect((await c.exited(20_000)).code).toBe(2);
+    expect(c.stderrText()).toContain("address in use");
+    expect((await fetch(`${first.base}/v1/health`)).status).toBe(200);
+  });
 });

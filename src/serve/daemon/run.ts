@@ -32,6 +32,9 @@ export async function runDaemonMode(app: ServeApp, o: DaemonOptions): Promise<nu
       hostname: o.listen.hostname,
       port: o.listen.port,
       development: false,
+      // Bun would otherwise let a second daemon bind the same address (SO_REUSEPORT) and share
+      // the traffic — and a state directory. One listener per address, refused with exit 2.
+      reusePort: false,
       maxRequestBodySize: LISTENER_BODY_CAP,
       idleTimeout: 30,
       fetch: handler.fetch,
