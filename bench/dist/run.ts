@@ -26,6 +26,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } 
 import { availableParallelism, release } from "node:os";
 import { join, resolve } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
+import { writeResultsSection } from "../results-file.ts";
 
 const ROOT = resolve(import.meta.dir, "../..");
 const RESULTS = join(ROOT, "bench/RESULTS.md");
@@ -222,20 +223,6 @@ function render(c: Config, dist: string, host: string, size: SizeRow[], cmds: Co
   ].join("\n");
 }
 
-function writeResults(section: string): void {
-  const startMark = "<!-- bench:dist start";
-  const endMark = "<!-- bench:dist end -->";
-  // Read right before writing: other harnesses write their own sections in this file.
-  let text = existsSync(RESULTS)
-    ? readFileSync(RESULTS, "utf8")
-    : "# Benchmark results\n\nWritten by the harnesses in `bench/` (see bench/README.md).\n\n";
-  const a = text.indexOf(startMark);
-  const b = text.indexOf(endMark);
-  if (a >= 0 && b > a) text = text.slice(0, a) + section + text.slice(b + endMark.length);
-  else text = `${text.replace(/\n*$/, "\n\n")}${section}\n`;
-  writeFileSync(RESULTS, text);
-}
-
 // ---------------------------------------------------------------------------------------------
 // Main
 
@@ -303,6 +290,6 @@ const seconds = (performance.now() - t0) / 1000;
 const section = render(c, dist, host, size, commands, seconds, info.commit ?? "unknown", bytecodeSize, bundleSize);
 process.stdout.write(`${section}\n`);
 if (c.write) {
-  writeResults(section);
+  writeResultsSection("dist", section);
   process.stdout.write(`written: ${RESULTS} (dist section)\n`);
 }

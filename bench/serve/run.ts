@@ -39,6 +39,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSy
 import { availableParallelism, loadavg, release, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
+import { writeResultsSection } from "../results-file.ts";
 
 const ROOT = resolve(import.meta.dir, "../..");
 const VIGIL = join(ROOT, "dist/vigil");
@@ -572,25 +573,6 @@ function render(r: Results): string {
   return L.join("\n");
 }
 
-function writeResults(section: string): void {
-  const startMark = "<!-- bench:serve start";
-  const endMark = "<!-- bench:serve end -->";
-  // Read right before writing: other harnesses write their own sections of this file.
-  let text = existsSync(RESULTS)
-    ? readFileSync(RESULTS, "utf8")
-    : "# Benchmark results\n\nWritten by the harnesses in `bench/` (see bench/README.md). Newest section first; each dated section is replaced when the harness is re-run with `--write` on the same day.\n\n";
-  const a = text.indexOf(startMark);
-  const b = text.indexOf(endMark);
-  if (a >= 0 && b > a) {
-    text = text.slice(0, a) + section + text.slice(b + endMark.length);
-  } else {
-    // Newest first: before the first generated section, else at the end.
-    const first = text.indexOf("<!-- bench:");
-    text = first >= 0 ? `${text.slice(0, first)}${section}\n\n${text.slice(first)}` : `${text.replace(/\n*$/, "\n\n")}${section}\n`;
-  }
-  writeFileSync(RESULTS, text);
-}
-
 function textSummary(r: Results): string {
   const out = ["", `vigil serve bench — ${r.machine}; ${fmt(r.seconds)} s`, ""];
   for (const x of r.runs) {
@@ -667,7 +649,7 @@ async function main(): Promise<number> {
   const section = render(results);
   process.stdout.write(`${textSummary(results)}\n\n${section}\n`);
   if (o.write) {
-    writeResults(section);
+    writeResultsSection("serve", section);
     process.stderr.write(`written: ${RESULTS} (bench:serve section)\n`);
   }
   return 0;

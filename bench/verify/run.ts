@@ -38,6 +38,7 @@ import { COLLECT_EVERY_LINES } from "../../src/verify/check-log.ts";
 import { DECISION_LINE, shapeProblem } from "../../src/verify/line-shapes.ts";
 import { parseRecord, splitNdjson } from "../../src/verify/strict-records.ts";
 import { verifyCapture } from "../../src/verify/verify-capture.ts";
+import { writeResultsSection } from "../results-file.ts";
 
 const ROOT = resolve(import.meta.dir, "../..");
 const VIGIL = join(ROOT, "dist/vigil");
@@ -562,20 +563,6 @@ function analysis(
   return L;
 }
 
-function writeResults(section: string): void {
-  const startMark = "<!-- bench:verify start";
-  const endMark = "<!-- bench:verify end -->";
-  // Read right before writing: another harness (bench/wrap) writes its own sections in this file.
-  let text = existsSync(RESULTS)
-    ? readFileSync(RESULTS, "utf8")
-    : "# Benchmark results\n\nWritten by the harnesses in `bench/` (see bench/README.md). Newest section first; each dated section is replaced when the harness is re-run with `--write` on the same day.\n\n";
-  const a = text.indexOf(startMark);
-  const b = text.indexOf(endMark);
-  if (a >= 0 && b > a) text = text.slice(0, a) + section + text.slice(b + endMark.length);
-  else text = `${text.replace(/\n*$/, "\n\n")}${section}\n`;
-  writeFileSync(RESULTS, text);
-}
-
 // ---------------------------------------------------------------------------------------------
 // Main
 
@@ -635,7 +622,7 @@ async function main(): Promise<void> {
     const { section, met } = render(results);
     process.stdout.write(`${section}\n`);
     if (c.write) {
-      writeResults(section);
+      writeResultsSection("verify", section);
       process.stderr.write(`written: ${RESULTS} (## verify)\n`);
     }
     process.stderr.write(`targets ${met ? "met" : "missed"}\n`);

@@ -38,6 +38,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, w
 import { availableParallelism, loadavg, release, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
+import { writeResultsSection } from "../results-file.ts";
 
 const ROOT = resolve(import.meta.dir, "../..");
 const BUN = process.execPath;
@@ -974,23 +975,6 @@ function markdownSection(c: Config, date: string, tables: Table[], targets: Targ
 
 const verdict = (met: boolean | null) => (met === null ? "n/a" : met ? "met" : "**missed**");
 
-function writeResults(section: string, date: string): void {
-  const startMark = `<!-- bench:wrap ${date} start`;
-  const endMark = `<!-- bench:wrap ${date} end -->`;
-  let text = existsSync(RESULTS)
-    ? readFileSync(RESULTS, "utf8")
-    : "# Benchmark results\n\nWritten by the harnesses in `bench/` (see bench/README.md). Newest section first; each dated section is replaced when the harness is re-run with `--write` on the same day.\n\n";
-  const a = text.indexOf(startMark);
-  const b = text.indexOf(endMark);
-  if (a >= 0 && b > a) text = text.slice(0, a) + section + text.slice(b + endMark.length);
-  else {
-    // Newest first: insert before the first dated section (or at the end).
-    const first = text.indexOf("<!-- bench:wrap ");
-    text = first >= 0 ? `${text.slice(0, first)}${section}\n\n${text.slice(first)}` : `${text.replace(/\n*$/, "\n\n")}${section}\n`;
-  }
-  writeFileSync(RESULTS, text);
-}
-
 // ---------------------------------------------------------------------------------------------
 // Main
 
@@ -1066,7 +1050,7 @@ async function main(): Promise<number> {
 
   if (c.write) {
     const date = new Date().toISOString().slice(0, 10);
-    writeResults(markdownSection(c, date, tables, targets, seconds), date);
+    writeResultsSection(`wrap ${date}`, markdownSection(c, date, tables, targets, seconds));
     process.stdout.write(`written: ${RESULTS} (section ${date})\n`);
   }
   return 0;

@@ -14,6 +14,7 @@ import {
   SseReader,
   command,
   health,
+  framesUrl,
   isRunEnd,
   lastUserText,
   serveEnvironment,
@@ -24,9 +25,6 @@ import {
 const cleanups = new Cleanups();
 afterEach(() => cleanups.run());
 beforeAll(() => requireBinary());
-
-const framesUrl = (base: string, session: string, since?: number) =>
-  `${base}/v1/sessions/${session}/frames${since === undefined ? "" : `?since=${since}`}`;
 
 /** The mock model's default reply: fails (500) or stalls on a marker in the newest user message, else answers. */
 function byMarker(req: RecordedRequest) {

@@ -12,6 +12,7 @@ import {
   command,
   conversationOf,
   gate,
+  framesUrl,
   isRunEnd,
   isRunStart,
   messagesOf,
@@ -23,9 +24,6 @@ import {
 const cleanups = new Cleanups();
 afterEach(() => cleanups.run());
 beforeAll(() => requireBinary());
-
-const framesUrl = (base: string, session: string, since?: number) =>
-  `${base}/v1/sessions/${session}/frames${since === undefined ? "" : `?since=${since}`}`;
 
 describe("vigil serve runs", () => {
   test("steer while a run is busy reaches the model at its next turn", async () => {

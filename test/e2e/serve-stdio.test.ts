@@ -6,14 +6,13 @@ import { join } from "node:path";
 import { type MockModel, startMockModel } from "../fixtures/mock-model.ts";
 import { requireBinary, VIGIL_BIN } from "../helpers/bin.ts";
 import { LineClient, fixtureArgv, procStat, readRecord, tmpDir, waitForFile, waitUntil } from "../helpers/fixture.ts";
+import { Cleanups, killServerGroup } from "../helpers/serve.ts";
 import { groupAlive } from "../../src/shared/process-group.ts";
 
 type Frame = Record<string, unknown> & { type: string; seq?: number };
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const cleanups = new Cleanups();
+afterEach(() => cleanups.run());
 beforeAll(() => requireBinary());
 
 interface Setup {
@@ -27,9 +26,9 @@ interface Setup {
 
 async function start(o: { policy?: string; evidence?: boolean } = {}): Promise<Setup> {
   const tmp = tmpDir("vigil-serve-stdio");
-  cleanups.push(() => tmp.cleanup());
+  cleanups.add(() => tmp.cleanup());
   const model = await startMockModel();
-  cleanups.push(() => model.close());
+  cleanups.add(() => model.close());
   const record = tmp.file("record.ndjson");
   const grandchildFile = tmp.file("grandchild.pid");
   const [command, ...args] = fixtureArgv({ FIXTURE_RECORD: record, FIXTURE_GRANDCHILD: grandchildFile });
@@ -49,25 +48,12 @@ async function start(o: { policy?: string; evidence?: boolean } = {}): Promise<S
   const client = new LineClient([VIGIL_BIN, "serve", "--config", configFile, "--state-dir", stateDir], {
     env: { ...process.env, VIGIL_SHUTDOWN_GRACE_MS: "500" },
   });
-  cleanups.push(() => killServerGroup(grandchildFile));
-  cleanups.push(() => client.dispose());
+  cleanups.add(() => killServerGroup(grandchildFile));
+  cleanups.add(() => client.dispose());
   await client.waitForStderr("fixture-server ready", 20_000);
   return { dir: tmp.path, record, grandchildFile, stateDir, model, client };
 }
 
-/** afterEach safety net: the fixture server's group (found through its grandchild) is SIGKILLed. */
-function killServerGroup(grandchildFile: string): void {
-  if (!existsSync(grandchildFile)) return;
-  const pid = Number(readFileSync(grandchildFile, "utf8").trim());
-  const pgrp = procStat(pid)?.pgrp;
-  if (pgrp !== undefined && pgrp > 1) {
-    try {
-      process.kill(-pgrp, "SIGKILL");
-    } catch {
-      // already gone
-    }
-  }
-}
 
 async function nextFrame(client: LineClient, timeoutMs = 15_000): Promise<Frame> {
   const line = await client.next(timeoutMs);
@@ -202,11 +188,11 @@ describe("vigil serve (stdio)", () => {
 
   test("a config error exits 2 naming the file and the path, and starts nothing", async () => {
     const tmp = tmpDir("vigil-serve-stdio");
-    cleanups.push(() => tmp.cleanup());
+    cleanups.add(() => tmp.cleanup());
     const configFile = tmp.file("vigil.json");
     writeFileSync(configFile, JSON.stringify({ model: { provider: "openai", base_url: "http://127.0.0.1:1/v1", model: "m", max_turns: 0 } }));
     const client = new LineClient([VIGIL_BIN, "serve", "--config", configFile, "--state-dir", tmp.file("state")]);
-    cleanups.push(() => client.dispose());
+    cleanups.add(() => client.dispose());
     expect((await client.exited(15_000)).code).toBe(2);
     expect(client.stderrText()).toContain(configFile);
     expect(client.stderrText()).toContain("model.max_turns");

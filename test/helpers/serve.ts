@@ -3,8 +3,7 @@
  * afterEach, the serve config with the mock model and the stdio fixture server, the daemon
  * (`--listen 127.0.0.1:0`), commands over POST, and a minimal SSE reader. Every wait is bounded.
  *
- * The patterns are the ones of test/e2e/serve-daemon.test.ts and serve-stdio.test.ts, taken out so
- * that new test files share them (those two files keep their own copies).
+ * Shared by every test/e2e/serve-*.test.ts file.
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { type MockModel, type RecordedRequest, startMockModel } from "../fixtures/mock-model.ts";
@@ -203,6 +202,10 @@ export class SseReader {
     }
   }
 }
+
+/** The SSE frames URL of a session, optionally replaying from `since`. */
+export const framesUrl = (base: string, session: string, since?: number) =>
+  `${base}/v1/sessions/${session}/frames${since === undefined ? "" : `?since=${since}`}`;
 
 export const isRunEnd = (f: Frame) => f.type === "run_end";
 export const isRunStart = (f: Frame) => f.type === "run_start";

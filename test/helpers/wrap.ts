@@ -20,16 +20,18 @@ import {
   tmpDir,
   waitUntil,
 } from "./fixture.ts";
+import { VIGIL_BIN } from "./bin.ts";
 
 export const REPO_ROOT = resolve(import.meta.dir, "../..");
-/** The compiled binary under test (`bun scripts/build.ts --host`). */
-export const VIGIL_BIN = join(REPO_ROOT, "dist/vigil");
+/** The compiled binary under test (`bun scripts/build.ts --host`; VIGIL_BIN overrides). */
+export { VIGIL_BIN };
 /** Running vigil from source (not a release build: honours test-only seams). */
 export const VIGIL_SOURCE = [process.execPath, join(REPO_ROOT, "src/cli.ts")];
 export const EVENT_SOURCE = "vigil://test/e2e";
 export const MCP_PROTOCOL_VERSION = "2025-11-25";
 
-// Names of the files inside a capture directory (wrap.md §9).
+// Names of the files inside a capture directory (wrap.md §9): pinned here on purpose, independently
+// of src/evidence/format.ts, so that renaming a file of the public format fails the tests.
 export const CAPTURE = {
   manifest: "capture.json",
   context: "session-context.json",
