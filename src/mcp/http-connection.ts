@@ -9,11 +9,13 @@
  *   answer to a request in flight fails that request with `-32000 response larger than N bytes`,
  *   anything else over the cap is dropped;
  * - a plain JSON answer that announces an over-cap Content-Length is not even read: it is replaced
- *   by the same error for each request of that POST, so memory stays bounded for those. (An SSE
- *   stream's events are only measured after the SDK parsed them.)
+ *   by the same error for each request of that POST, so memory stays bounded for those. An SSE
+ *   body is filtered event by event (`cappedSseStream`): an over-cap event is dropped as it streams
+ *   and a small stand-in (an event notification) or an error response (the POST's answer) follows.
  */
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
+import { cappedSseStream } from "../serve/events/pure/oversized.ts";
 import { checkedMaxMessageBytes, envMaxMessageBytes } from "./stdio-config.ts";
 import { OVERSIZED_RESPONSE_CODE } from "./stdio-framing.ts";
 import { ObservedTransport } from "./observed-transport.ts";
@@ -33,7 +35,7 @@ export function createHttpTransport(options: HttpConnectionOptions): ObservedTra
   const maxMessageBytes = checkedMaxMessageBytes(options.maxMessageBytes ?? envMaxMessageBytes());
   const inner = new StreamableHTTPClientTransport(new URL(options.url), {
     requestInit: { headers: { ...(options.headers ?? {}) } },
-    fetch: cappedFetch(options.fetch ?? ((url, init) => fetch(url, init)), maxMessageBytes),
+    fetch: cappedFetch(cancellableStreams(options.fetch ?? ((url, init) => fetch(url, init))), maxMessageBytes),
   });
   return new ObservedTransport(inner, { name: options.name, maxMessageBytes });
 }
@@ -45,8 +47,13 @@ export function createHttpTransport(options: HttpConnectionOptions): ObservedTra
 export function cappedFetch(base: FetchLike, maxMessageBytes: number): FetchLike {
   return async (url, init) => {
     const response = await base(url, init);
-    if (init?.method !== "POST" || !response.ok) return response;
+    if (!response.ok) return response;
     const type = response.headers.get("content-type") ?? "";
+    if (type.includes("text/event-stream") && response.body !== null) {
+      const ids = init?.method === "POST" ? requestIds(init.body) : [];
+      return cappedSseResponse(response, response.body, ids, maxMessageBytes);
+    }
+    if (init?.method !== "POST") return response;
     const length = Number(response.headers.get("content-length") ?? Number.NaN);
     if (!type.includes("application/json") || !Number.isFinite(length) || length <= maxMessageBytes) return response;
     const ids = requestIds(init.body);
@@ -62,6 +69,69 @@ export function cappedFetch(base: FetchLike, maxMessageBytes: number): FetchLike
     headers.set("content-type", "application/json");
     return new Response(JSON.stringify(errors.length === 1 ? errors[0] : errors), { status: response.status, headers });
   };
+}
+
+/** Open `events/stream` POSTs remembered for cancellation (the oldest are forgotten past this). */
+const MAX_CANCELLABLE = 10_000;
+
+/**
+ * Cancelling an `events/stream` over streamable HTTP means dropping its response (the draft's
+ * signal); the SDK only POSTs `notifications/cancelled` and keeps reading the stream. This fetch
+ * remembers each `events/stream` POST by request id and aborts it when that cancellation goes out,
+ * so a cancelled stream's connection really closes.
+ */
+export function cancellableStreams(base: FetchLike): FetchLike {
+  const open = new Map<string, AbortController>();
+  return async (url, init) => {
+    const message = init?.method === "POST" ? singleMessage(init.body) : null;
+    if (message?.method === "notifications/cancelled") {
+      const requestId = (message.params as { requestId?: unknown } | undefined)?.requestId;
+      const key = JSON.stringify(requestId);
+      open.get(key)?.abort(new Error("events/stream cancelled"));
+      open.delete(key);
+    }
+    if (message?.method !== "events/stream" || (typeof message.id !== "string" && typeof message.id !== "number")) return base(url, init);
+    const key = JSON.stringify(message.id);
+    const controller = new AbortController();
+    open.set(key, controller);
+    if (open.size > MAX_CANCELLABLE) open.delete(open.keys().next().value as string);
+    const signal = init?.signal ? AbortSignal.any([init.signal, controller.signal]) : controller.signal;
+    try {
+      return await base(url, { ...init, signal });
+    } catch (e) {
+      open.delete(key);
+      throw e;
+    }
+  };
+}
+
+function singleMessage(body: unknown): { method?: unknown; id?: unknown; params?: unknown } | null {
+  if (typeof body !== "string" || body.length > 64 * 1024) return null;
+  try {
+    const parsed = JSON.parse(body) as unknown;
+    return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? (parsed as { method?: unknown }) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** SSE framing (`data: `, line ends, an `id:` line) on top of the message: within the cap, a message is delivered whole. */
+const SSE_FRAMING_ALLOWANCE = 4096;
+
+/**
+ * The same response with its event stream filtered, so that no single event is buffered past the
+ * cap. A POST carrying one request is answered on this stream, so an over-cap answer becomes the
+ * usual error for that request instead of leaving the call waiting.
+ */
+function cappedSseResponse(response: Response, body: ReadableStream<Uint8Array>, ids: (string | number)[], maxMessageBytes: number): Response {
+  const replaceResponse =
+    ids.length === 1
+      ? { jsonrpc: "2.0", id: ids[0], error: { code: OVERSIZED_RESPONSE_CODE, message: `response larger than ${maxMessageBytes} bytes` } }
+      : undefined;
+  const headers = new Headers(response.headers);
+  headers.delete("content-length");
+  const filtered = body.pipeThrough(cappedSseStream(maxMessageBytes + SSE_FRAMING_ALLOWANCE, { replaceResponse }));
+  return new Response(filtered, { status: response.status, statusText: response.statusText, headers });
 }
 
 function requestIds(body: unknown): (string | number)[] {

@@ -11,6 +11,7 @@
  */
 import type { Transport, TransportSendOptions } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage, MessageExtraInfo, RequestId } from "@modelcontextprotocol/sdk/types.js";
+import { standInFromMessage } from "../serve/events/pure/oversized.ts";
 import { errorMessage } from "../shared/errors.ts";
 import { logLine } from "../shared/log.ts";
 import { OVERSIZED_RESPONSE_CODE, OutstandingRequests } from "./stdio-framing.ts";
@@ -34,6 +35,7 @@ export class ObservedTransport implements Transport {
   private initializeId: RequestId | undefined;
   private rawInitialize: Record<string, unknown> | undefined;
   private oversized = 0;
+  private readonly outgoingListeners = new Set<(message: JSONRPCMessage) => void>();
 
   constructor(inner: Transport, options: ObservedTransportOptions) {
     this.inner = inner;
@@ -66,7 +68,17 @@ export class ObservedTransport implements Transport {
     return this.inner.start();
   }
 
+  /**
+   * Sees every outgoing message before it is sent. The events client uses it to learn the JSON-RPC
+   * id the SDK gave an `events/stream` request: that id is the stream's routing handle.
+   */
+  onOutgoing(listener: (message: JSONRPCMessage) => void): () => void {
+    this.outgoingListeners.add(listener);
+    return () => void this.outgoingListeners.delete(listener);
+  }
+
   async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
+    for (const listener of this.outgoingListeners) listener(message);
     if ("method" in message && message.method === "initialize" && "id" in message) this.initializeId = message.id;
     this.outstanding.noteOutgoing(message);
     try {
@@ -90,15 +102,22 @@ export class ObservedTransport implements Transport {
         this.oversized++;
         const id = isResponse(message) ? message.id : undefined;
         if (id === undefined || !this.outstanding.has(id)) {
-          this.note(`dropped a ${size}-byte message (cap ${this.maxMessageBytes} bytes): it answers no request in flight`);
-          return;
+          // An event too large to hand over still reaches the push loop, as a stand-in (a gap).
+          const standIn = standInFromMessage(message);
+          if (standIn === null) {
+            this.note(`dropped a ${size}-byte message (cap ${this.maxMessageBytes} bytes): it answers no request in flight`);
+            return;
+          }
+          this.note(`a ${size}-byte event notification (cap ${this.maxMessageBytes} bytes): delivering a stand-in in its place`);
+          delivered = standIn;
+        } else {
+          this.note(`a ${size}-byte message (cap ${this.maxMessageBytes} bytes) answered request ${JSON.stringify(id)}: failing that call`);
+          delivered = {
+            jsonrpc: "2.0",
+            id,
+            error: { code: OVERSIZED_RESPONSE_CODE, message: `response larger than ${this.maxMessageBytes} bytes` },
+          };
         }
-        this.note(`a ${size}-byte message (cap ${this.maxMessageBytes} bytes) answered request ${JSON.stringify(id)}: failing that call`);
-        delivered = {
-          jsonrpc: "2.0",
-          id,
-          error: { code: OVERSIZED_RESPONSE_CODE, message: `response larger than ${this.maxMessageBytes} bytes` },
-        };
       }
     }
     if (isResponse(delivered)) {

@@ -119,6 +119,17 @@ export class McpServerPool {
     return entry?.status.state === "connected" ? (entry.client ?? undefined) : undefined;
   }
 
+  /** The transport decorator of a connected server (outgoing-message hook for the events client). */
+  transport(server: string): ObservedTransport | undefined {
+    const entry = this.entries.get(server);
+    return entry?.status.state === "connected" ? (entry.observed ?? undefined) : undefined;
+  }
+
+  /** The configured server entry, or undefined. */
+  serverConfig(server: string): McpServerConfig | undefined {
+    return this.entries.get(server)?.config;
+  }
+
   /** Process-group ids (leader pids) of the stdio servers started and not yet closed. */
   stdioProcessGroups(): number[] {
     const out: number[] = [];

@@ -7,6 +7,7 @@
  * connection survives (serve.md §6 item 8).
  */
 import { type JSONRPCMessage, JSONRPCMessageSchema, type RequestId } from "@modelcontextprotocol/sdk/types.js";
+import { standInFromHead } from "../serve/events/pure/oversized.ts";
 import { preview } from "../shared/log.ts";
 import { recoverIdFromHead, recoverIdFromTail } from "../wrap/client-frames.ts";
 import { type Frame, joinParts } from "../wrap/line-splitter.ts";
@@ -16,7 +17,10 @@ export const OVERSIZED_RESPONSE_CODE = -32000;
 
 export type Decoded =
   | { kind: "message"; message: JSONRPCMessage }
-  /** An over-cap response, replaced by an error response for the same id. */
+  /**
+   * An over-cap message in a small form: a response becomes an error response for the same id, an
+   * events notification a `$oversized` stand-in (the push loop reports the gap).
+   */
   | { kind: "replaced"; message: JSONRPCMessage; note: string }
   | { kind: "skipped"; reason: "not_json" | "not_jsonrpc" | "oversized"; note: string }
   /** A blank line: nothing to deliver and nothing worth a note. */
@@ -93,6 +97,10 @@ function decodeOversized(frame: Extract<Frame, { kind: "oversized" }>, maxMessag
   const id = recoverIdFromTail(frame.tail) ?? recoverIdFromHead(frame.head);
   const what = `a ${frame.length}-byte message (cap ${maxMessageBytes} bytes)`;
   if (id === null || !outstanding.has(id)) {
+    const standIn = standInFromHead(frame.head);
+    if (standIn !== null) {
+      return { kind: "replaced", message: standIn, note: `${what} may be an event notification: delivering a stand-in in its place` };
+    }
     return { kind: "skipped", reason: "oversized", note: `dropped ${what}: it answers no request in flight` };
   }
   const message: JSONRPCMessage = {

@@ -29,6 +29,7 @@ import { createOpenAiModel } from "./models/openai.ts";
 import { type FrameBody, messageFrame } from "./protocol/frames.ts";
 import { type RunModel, runConversation } from "./run/run-loop.ts";
 import { createToolGateway } from "./run/tool-gateway.ts";
+import { DEFAULT_EVENTS_SESSION, EventsService } from "./events/service.ts";
 import { Session } from "./session/session.ts";
 import type { Runner } from "./session/types.ts";
 import { DECISIONS_FILE, ensureSessionDir, ensureStateDir, isValidSessionName, resolveStateDir } from "./state/paths.ts";
@@ -39,6 +40,8 @@ export interface ServeAppOptions {
   /** `--state-dir` (undefined: XDG default). */
   stateDir?: string | undefined;
   env?: Env;
+  /** The session that owns the configured event subscriptions, and whether the reaper may end live subscriptions. */
+  events?: { owner: string; reapable: boolean };
 }
 
 export interface ServeApp {
@@ -46,6 +49,10 @@ export interface ServeApp {
   readonly stateDir: string;
   readonly tuning: ServeTuning;
   readonly version: string;
+  /** The MCP Events client (hubs per session, configured-subscription owner, boot sessions). */
+  readonly events: EventsService;
+  /** The idle reaper must leave this session alone (live subscriptions or pending events). */
+  keepsAlive(name: string): boolean;
   /** Names of the sessions currently open. */
   sessionNames(): string[];
   /** The open session of that name, or a new one (one Session per name; concurrent callers share it). */
@@ -86,6 +93,14 @@ export async function startServeApp(options: ServeAppOptions = {}): Promise<Serv
     if (status?.state === "failed") logLine(`serve: MCP server ${JSON.stringify(name)} is unavailable: ${status.reason}`);
   }
 
+  const events = new EventsService({
+    pool,
+    config,
+    tuning,
+    stateDir,
+    owner: options.events?.owner ?? DEFAULT_EVENTS_SESSION,
+    reapable: options.events?.reapable ?? false,
+  });
   const sessions = new Map<string, Entry>();
   let shuttingDown: Promise<void> | null = null;
 
@@ -113,18 +128,31 @@ export async function startServeApp(options: ServeAppOptions = {}): Promise<Serv
       const systemPrompt = config.system_prompt === undefined ? {} : { systemPrompt: config.system_prompt };
       return runConversation(request, { model, tools, ...systemPrompt, emit: announcing }, signal);
     };
+    let session: Session;
     try {
-      return await Session.open({ name, dir, runner });
+      session = await Session.open({ name, dir, runner });
     } catch (e) {
       entry.log?.close();
       throw e;
     }
+    try {
+      await events.attach(session, dir);
+    } catch (e) {
+      await session.close().catch(() => {});
+      entry.log?.close();
+      throw new Error(`session ${JSON.stringify(name)}: its MCP Events state cannot be used: ${errorMessage(e)}`, { cause: e });
+    }
+    return session;
   }
 
   async function closeEntry(name: string, entry: Entry): Promise<void> {
     try {
       const session = await entry.opening;
+      // Subscriptions stop first (nothing new arrives), then the run in flight settles (its
+      // batches are marked delivered or returned), then the events state is written.
+      await events.beforeClose(name);
       await session.close();
+      await events.detach(name);
     } catch (e) {
       logLine(`serve: session ${JSON.stringify(name)}: close failed: ${errorMessage(e)}`);
     } finally {
@@ -137,6 +165,8 @@ export async function startServeApp(options: ServeAppOptions = {}): Promise<Serv
     stateDir,
     tuning,
     version: VERSION,
+    events,
+    keepsAlive: (name) => events.keepsAlive(name),
     sessionNames: () => [...sessions.keys()],
     openSession(name) {
       if (shuttingDown !== null) return Promise.reject(new Error("serve is shutting down"));
@@ -202,8 +232,8 @@ export const DEFAULT_IDLE_TIMEOUT_SECS = 3600;
 
 /**
  * Validates the flags (usage errors, exit 2, before anything is loaded), starts the app and runs
- * the mode. The `--mcp-events-*` flags are validated here and consumed by the events subsystem;
- * until it is plugged in they change nothing.
+ * the mode. `--mcp-events-callback-url` is validated here; webhook delivery is not part of this
+ * version, so it turns nothing on yet.
  */
 export async function runServe(flags: ServeFlags): Promise<number> {
   const { parseListen } = await import("./daemon/listen.ts");
@@ -240,7 +270,15 @@ export async function runServe(flags: ServeFlags): Promise<number> {
   });
   let app: ServeApp;
   try {
-    app = await startServeApp({ config: flags.config, stateDir: flags["state-dir"] });
+    app = await startServeApp({
+      config: flags.config,
+      stateDir: flags["state-dir"],
+      events: {
+        // In stdio mode the only session owns the configured subscriptions.
+        owner: listen === null ? session : (eventsSession ?? DEFAULT_EVENTS_SESSION),
+        reapable: flags["mcp-events-reapable"] === true,
+      },
+    });
   } finally {
     for (const off of offs) off();
   }

@@ -63,7 +63,7 @@ export function describeConfig(config: ServeConfig): string {
     ? `openai:${safe.model.model}@${shortUrl(safe.model.base_url)}`
     : `command:${safe.model.command[0] ?? ""}`;
   const servers = safe.mcp_servers.slice(0, MAX_SERVERS_DESCRIBED).map((s) => {
-    const n = s.events.length;
+    const n = s.events?.length ?? 0;
     return `${s.name}(${s.transport}${n === 0 ? "" : `,${n} event${n === 1 ? "" : "s"}`})`;
   });
   const more = safe.mcp_servers.length - servers.length;

@@ -182,7 +182,7 @@ function configSchema(expanded: boolean) {
     transport: v.literal("http"),
     url: httpUrl(expanded),
     headers: v.optional(Headers, () => ({})),
-    events: v.optional(Events, () => []),
+    events: v.optional(Events),
   }, "expected a mapping");
   const StdioServer = v.strictObject({
     name: ServerName,
@@ -194,7 +194,7 @@ function configSchema(expanded: boolean) {
     ),
     env: v.optional(Env, () => ({})),
     cwd: v.optional(Path),
-    events: v.optional(Events, () => []),
+    events: v.optional(Events),
   }, "expected a mapping");
   const ServerList = v.array(
     v.pipe(v.custom<unknown>(isMapping, "expected a mapping"), v.variant("transport", [HttpServer, StdioServer], 'expected "http" | "stdio"')),
@@ -236,6 +236,6 @@ export const ServeConfigSchema = configSchema(true);
 export type ServeConfig = v.InferOutput<typeof ServeConfigSchema>;
 export type ModelConfig = ServeConfig["model"];
 export type McpServerConfig = ServeConfig["mcp_servers"][number];
-export type EventSubscriptionConfig = McpServerConfig["events"][number];
+export type EventSubscriptionConfig = NonNullable<McpServerConfig["events"]>[number];
 export type EventDelivery = (typeof EVENT_DELIVERIES)[number];
 export type EventAction = (typeof EVENT_ACTIONS)[number];

@@ -75,6 +75,8 @@ export class SessionRegistry {
     const reaped: string[] = [];
     for (const [name, session] of this.open) {
       if ((this.holds.get(name) ?? 0) > 0 || session.state !== "idle" || this.closing.has(name)) continue;
+      // Live event subscriptions or undelivered events keep a session (unless --mcp-events-reapable).
+      if (this.app.keepsAlive(name)) continue;
       const last = Math.max(session.lastActivity, this.lastRelease.get(name) ?? 0);
       if (now - last < this.idleMs) continue;
       reaped.push(name);

@@ -8,6 +8,7 @@
  */
 import { writeSync } from "node:fs";
 import { errnoCode, errorMessage, usageError } from "../../shared/errors.ts";
+import { logLine } from "../../shared/log.ts";
 import { within } from "../../shared/process-group.ts";
 import type { ServeApp } from "../app.ts";
 import { LISTENER_BODY_CAP, createDaemonHandler, jsonError } from "./http.ts";
@@ -21,6 +22,29 @@ export interface DaemonOptions {
   listen: ListenAddress;
   /** Seconds; 0 = never reap. */
   idleTimeoutSecs: number;
+}
+
+/**
+ * Opens the sessions that must run without a client: the owner of the configured event
+ * subscriptions, and sessions whose runtime subscriptions are restored (serve.md §6 items 6, 7).
+ * Each is opened and released at once, so the reaper judges it like any other.
+ */
+async function wakeBootSessions(app: ServeApp, registry: SessionRegistry): Promise<void> {
+  let names: string[];
+  try {
+    names = await app.events.bootSessions();
+  } catch (e) {
+    logLine(`serve: events: cannot list the sessions to restore: ${errorMessage(e)}`);
+    return;
+  }
+  for (const name of names) {
+    try {
+      const lease = await registry.acquire(name);
+      lease.release();
+    } catch (e) {
+      logLine(`serve: events: session ${JSON.stringify(name)} could not be started: ${errorMessage(e)}`);
+    }
+  }
 }
 
 export async function runDaemonMode(app: ServeApp, o: DaemonOptions): Promise<number> {
@@ -53,6 +77,7 @@ export async function runDaemonMode(app: ServeApp, o: DaemonOptions): Promise<nu
   });
   const port = server.port ?? o.listen.port;
   writeSync(2, `vigil serve listening ${listenUrl(o.listen.hostname, port)}\n`);
+  void wakeBootSessions(app, registry);
 
   await signalled;
   registry.stop();

@@ -82,7 +82,7 @@ describe("expansion in a config", () => {
       url: `https://mcp.example.com/mcp?key=${TOKEN}`,
       headers: { Authorization: `Bearer ${TOKEN}`, "X-Static": LITERAL, "X-Cost": "$5" },
     });
-    expect(web!.events[0]!.instructions).toBe("keep ${TOKEN}");
+    expect(web!.events![0]!.instructions).toBe("keep ${TOKEN}");
     expect(fs).toMatchObject({
       command: "mcp.example.com-server", args: [`--token=${TOKEN}`, "plain", "a${B}"],
       env: { GITHUB_TOKEN: TOKEN, MODE: "ro" },

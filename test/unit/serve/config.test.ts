@@ -69,7 +69,7 @@ describe("the serve.md §2 example", () => {
     }]);
     expect(fs).toEqual({
       name: "fs", transport: "stdio", command: "npx",
-      args: ["-y", "@modelcontextprotocol/server-filesystem", "/srv"], env: {}, events: [],
+      args: ["-y", "@modelcontextprotocol/server-filesystem", "/srv"], env: {},
     });
   });
 
@@ -81,7 +81,7 @@ describe("the serve.md §2 example", () => {
 
   test("event defaults: arguments {} and action follow_up; decision_log true", () => {
     const c = parse(mutate((c) => (c.evidence = { event_source: "urn+x://a" })));
-    expect(c.mcp_servers[1]!.events[0]).toEqual({ name: "file.changed", arguments: {}, action: "follow_up" });
+    expect(c.mcp_servers[1]!.events![0]).toEqual({ name: "file.changed", arguments: {}, action: "follow_up" });
     expect(c.evidence?.decision_log).toBe(true);
   });
 });

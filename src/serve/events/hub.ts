@@ -1,0 +1,284 @@
+/**
+ * The MCP Events side of one session (serve.md §6 items 5–7): its durable store, its subscriptions
+ * (the configured ones when this session owns them, and the runtime ones it made), the coalescer
+ * that hands pending events to its model, and the answers to `mcp_events_*`.
+ *
+ * Every arriving occurrence takes one path (`accept`): dedup by eventId → the durable queue
+ * (unless notify) → dedup window → `mcp_event` frame. A session that never subscribes opens its
+ * store read-only in effect: nothing is written while there is nothing to persist.
+ */
+import { canonicalJson } from "../../shared/canonical-json.ts";
+import { errorMessage } from "../../shared/errors.ts";
+import { logLine } from "../../shared/log.ts";
+import type { ServeTuning } from "../config/tuning.ts";
+import { type McpEventStatusDetail, mcpEventFrame, mcpEventStatusFrame, type FrameBody, type McpEventOccurrence } from "../protocol/frames.ts";
+import type { EventsHandler, FrameListener } from "../session/types.ts";
+import { Coalescer, type InjectTarget } from "./coalescer.ts";
+import { type HubCommandContext, answerEventsCommand } from "./hub-commands.ts";
+import { subscriptionKey } from "./pure/key.ts";
+import { EventsStore, type SubscriptionRecord } from "./store/events-store.ts";
+import type { Acceptance, SubscriptionHost } from "./subscription/host.ts";
+import { Subscription } from "./subscription/subscription.ts";
+import type { EventDelivery, EventOccurrence, GapNotice, SubscriptionSpec } from "./types.ts";
+import type { ServerEvents } from "./wire/server-events.ts";
+
+/** The part of a Session the hub uses. */
+export interface HubSession extends InjectTarget {
+  readonly name: string;
+  emit(frame: FrameBody): number | null;
+  subscribe(listener: FrameListener): () => void;
+  setEventsHandler(handler: EventsHandler | null): void;
+}
+
+/** What the app shares with every hub. */
+export interface HubServices {
+  readonly tuning: ServeTuning;
+  readonly canWebhook: boolean;
+  wire(server: string): ServerEvents;
+  /** Configured subscriptions (server config order); only the owning session starts them. */
+  configured(): SubscriptionSpec[];
+  /** Names of the configured servers that opted in to events. */
+  eventServers(): string[];
+}
+
+const STOP_BOUND_MS = 5000;
+/** Over-cap messages already told to the model (one notice however many streams heard of it). */
+const DROPPED_MEMORY = 256;
+
+export class EventsHub implements SubscriptionHost {
+  readonly subs = new Map<string, Subscription>();
+  private readonly coalescer: Coalescer;
+  private readonly unsubscribedConfigured = new Set<string>();
+  private readonly droppedSeen: string[] = [];
+  private readonly offFrames: () => void;
+  private closing: Promise<void> | null = null;
+
+  private constructor(
+    readonly session: HubSession,
+    readonly store: EventsStore,
+    private readonly services: HubServices,
+    readonly ownsConfigured: boolean,
+    private readonly now: () => number,
+  ) {
+    this.coalescer = new Coalescer(session, store, services.tuning.coalesceMs, (entry, detail) => {
+      session.emit(mcpEventStatusFrame({ server: entry.server, name: entry.name, arguments: entry.arguments }, detail));
+    });
+    // A response frame answers a client's command: the runtime-subscription TTL runs from the last one.
+    this.offFrames = session.subscribe((frame) => {
+      if (frame.type === "response" && this.hasRuntimeRecords()) {
+        store.setLastClientMs(this.now());
+        store.scheduleCommit();
+      }
+    });
+    const context: HubCommandContext = {
+      hub: this,
+      services,
+      now,
+    };
+    session.setEventsHandler((command) => answerEventsCommand(context, command));
+  }
+
+  static async open(session: HubSession, dir: string, services: HubServices, ownsConfigured: boolean, now: () => number = Date.now): Promise<EventsHub> {
+    const store = await EventsStore.open(dir, { maxPending: services.tuning.maxPending, maxPendingBytes: services.tuning.maxPendingBytes });
+    const hub = new EventsHub(session, store, services, ownsConfigured, now);
+    hub.startConfigured();
+    hub.restoreRuntime();
+    if (store.pendingCount > 0) hub.coalescer.kick();
+    return hub;
+  }
+
+  get tuning(): ServeTuning {
+    return this.services.tuning;
+  }
+
+  get canWebhook(): boolean {
+    return this.services.canWebhook;
+  }
+
+  wire(server: string): ServerEvents {
+    return this.services.wire(server);
+  }
+
+  /** The reaper must leave this session alone: a live subscription, one still trying, or pending events. */
+  keepsAlive(): boolean {
+    if (this.store.pendingCount > 0) return true;
+    for (const sub of this.subs.values()) if (sub.live) return true;
+    return false;
+  }
+
+  /** Starts (or restarts) a subscription under this hub. */
+  startSubscription(spec: SubscriptionSpec, origin: "configured" | "runtime", restored = false): Subscription {
+    const key = subscriptionKey(spec.server, spec.name, spec.arguments);
+    const record = this.store.subscription(key);
+    const sub = new Subscription(this, { key, spec, origin, restored, cursor: record?.cursor ?? null, recent: record?.recent ?? [] }, this.now);
+    this.subs.set(key, sub);
+    sub.start();
+    return sub;
+  }
+
+  noteUnsubscribedConfigured(key: string): void {
+    this.unsubscribedConfigured.add(key);
+  }
+
+  // ---- SubscriptionHost ----
+
+  accept(sub: Subscription, event: EventOccurrence, delivery: EventDelivery): Acceptance {
+    if (typeof event !== "object" || event === null || Array.isArray(event)) return "duplicate";
+    const id = typeof event.eventId === "string" ? event.eventId : null;
+    if (id !== null && sub.dedup.has(id)) {
+      sub.duplicates++;
+      return "duplicate";
+    }
+    const { spec } = sub;
+    if (spec.action !== "notify") {
+      const added = this.store.tryAdd({
+        action: spec.action,
+        server: spec.server,
+        name: spec.name,
+        arguments: spec.arguments,
+        ...(spec.instructions !== undefined ? { instructions: spec.instructions } : {}),
+        event,
+      });
+      if (added === null) return "full";
+      this.coalescer.kick();
+    }
+    if (id !== null) sub.dedup.add(id);
+    this.store.setSubscription(sub.key, this.record(sub));
+    sub.delivered++;
+    this.session.emit(mcpEventFrame({
+      server: spec.server,
+      name: spec.name,
+      arguments: spec.arguments,
+      delivery,
+      action: spec.action,
+      event: event as McpEventOccurrence,
+    }));
+    return "new";
+  }
+
+  gap(sub: Subscription, notice: GapNotice & { dropped_id?: string }): boolean {
+    const { dropped_id: droppedId, ...gap } = notice;
+    this.status(sub, {
+      kind: "gap",
+      cursor: gap.cursor,
+      reason: gap.reason,
+      event_id: gap.eventId,
+      ...(gap.possibly_not_an_event === true ? { possibly_not_an_event: true } : {}),
+    });
+    const action = sub.spec.action;
+    if (action === "notify") return true;
+    if (droppedId !== undefined) {
+      if (this.droppedSeen.includes(droppedId)) return true;
+      this.droppedSeen.push(droppedId);
+      if (this.droppedSeen.length > DROPPED_MEMORY) this.droppedSeen.shift();
+    }
+    const { spec } = sub;
+    const added = this.store.tryAdd({
+      action,
+      server: spec.server,
+      name: spec.name,
+      arguments: spec.arguments,
+      ...(spec.instructions !== undefined ? { instructions: spec.instructions } : {}),
+      event: gap,
+    });
+    if (added === null) return false;
+    this.coalescer.kick();
+    return true;
+  }
+
+  status(sub: Subscription, detail: McpEventStatusDetail): void {
+    this.session.emit(mcpEventStatusFrame({ server: sub.spec.server, name: sub.spec.name, arguments: sub.spec.arguments }, detail));
+  }
+
+  commit(): Promise<void> {
+    return this.store.commit();
+  }
+
+  persist(sub: Subscription): void {
+    this.store.setSubscription(sub.key, this.record(sub));
+    this.store.scheduleCommit();
+  }
+
+  forget(sub: Subscription): void {
+    this.store.forgetSubscription(sub.key);
+    this.store.scheduleCommit();
+  }
+
+  retired(sub: Subscription): void {
+    if (this.subs.get(sub.key) === sub) this.subs.delete(sub.key);
+  }
+
+  /** The snapshot record of a subscription (a runtime one keeps its spec, for restore). */
+  record(sub: Subscription): SubscriptionRecord {
+    const record: SubscriptionRecord = { cursor: sub.cursor, recent: sub.dedup.toArray() };
+    if (sub.origin === "runtime") record.runtime = sub.spec;
+    return record;
+  }
+
+  pendingCount(): number {
+    return this.store.pendingCount;
+  }
+
+  // ---- lifecycle ----
+
+  /** Stops every subscription (before the session closes, so nothing new arrives). Bounded. */
+  async stopSubscriptions(): Promise<void> {
+    const subs = [...this.subs.values()];
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      Promise.allSettled(subs.map((s) => s.stop())),
+      new Promise<void>((done) => (timer = setTimeout(done, STOP_BOUND_MS))),
+    ]);
+    clearTimeout(timer);
+  }
+
+  /** After the session closed: stops the coalescer and writes what is left. Idempotent. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await this.stopSubscriptions();
+      this.coalescer.stop();
+      this.offFrames();
+      try {
+        await this.store.close();
+      } catch (e) {
+        logLine(`serve: events: session ${JSON.stringify(this.session.name)}: closing the events state failed: ${errorMessage(e)}`);
+      }
+    })();
+    return this.closing;
+  }
+
+  private hasRuntimeRecords(): boolean {
+    for (const key of this.store.subscriptionKeys()) if (this.store.subscription(key)?.runtime !== undefined) return true;
+    return false;
+  }
+
+  private startConfigured(): void {
+    if (!this.ownsConfigured) return;
+    for (const spec of this.services.configured()) {
+      const key = subscriptionKey(spec.server, spec.name, spec.arguments);
+      if (this.subs.has(key) || this.unsubscribedConfigured.has(key)) continue;
+      this.startSubscription(spec, "configured");
+    }
+  }
+
+  /** Runtime subscriptions from the snapshot come back, within the TTL since the last client command. */
+  private restoreRuntime(): void {
+    const last = this.store.lastClientMs;
+    for (const key of this.store.subscriptionKeys()) {
+      const record = this.store.subscription(key);
+      if (record?.runtime === undefined || this.subs.has(key)) continue;
+      if (last === null || this.now() - last > this.services.tuning.runtimeTtlMs) {
+        logLine(`serve: events: session ${JSON.stringify(this.session.name)}: forgetting the expired runtime subscription ${record.runtime.server}/${record.runtime.name}`);
+        this.store.forgetSubscription(key);
+        this.store.scheduleCommit();
+        continue;
+      }
+      this.startSubscription(record.runtime, "runtime", true);
+    }
+  }
+}
+
+/** Two specs ask for the same thing (delivery, action, instructions, max age). */
+export function sameSpec(a: SubscriptionSpec, b: SubscriptionSpec): boolean {
+  return canonicalJson(a) === canonicalJson(b);
+}

@@ -1,0 +1,146 @@
+/**
+ * The MCP Events client of one `vigil serve` process (serve.md §6): one wire per configured server
+ * (shared by every session), one hub per open session, which session owns the configured
+ * subscriptions, and which sessions a daemon wakes at boot.
+ *
+ * - Configured subscriptions belong to one session: the stdio session, or in daemon mode
+ *   `--mcp-events-session` (default `mcp-events`), started at boot when any `events` are configured.
+ * - Runtime subscriptions are restored by their own session when it opens; at boot the daemon
+ *   opens at most VIGIL_EVENTS_MAX_RESTORED_SESSIONS sessions whose snapshots hold runtime specs
+ *   within VIGIL_EVENTS_RUNTIME_TTL_MS of their last client command, most recently used first.
+ */
+import { readdir } from "node:fs/promises";
+import { join } from "node:path";
+import type { McpServerPool } from "../../mcp/server-pool.ts";
+import { errorMessage } from "../../shared/errors.ts";
+import { logLine } from "../../shared/log.ts";
+import type { ServeConfig } from "../config/schema.ts";
+import type { ServeTuning } from "../config/tuning.ts";
+import { isValidSessionName } from "../state/paths.ts";
+import { EventsHub, type HubServices, type HubSession } from "./hub.ts";
+import { EventsStore } from "./store/events-store.ts";
+import type { SubscriptionSpec } from "./types.ts";
+import { ServerEvents } from "./wire/server-events.ts";
+
+export const DEFAULT_EVENTS_SESSION = "mcp-events";
+
+export interface EventsServiceOptions {
+  pool: McpServerPool;
+  config: ServeConfig;
+  tuning: ServeTuning;
+  stateDir: string;
+  /** The session that owns the configured subscriptions. */
+  owner: string;
+  /** `--mcp-events-reapable`: live subscriptions no longer keep a session from the reaper. */
+  reapable: boolean;
+  now?: () => number;
+}
+
+export class EventsService implements HubServices {
+  readonly tuning: ServeTuning;
+  readonly canWebhook = false;
+  readonly owner: string;
+  private readonly wires = new Map<string, ServerEvents>();
+  private readonly hubs = new Map<string, EventsHub>();
+  private readonly now: () => number;
+
+  constructor(private readonly o: EventsServiceOptions) {
+    this.tuning = o.tuning;
+    this.owner = o.owner;
+    this.now = o.now ?? Date.now;
+  }
+
+  /** Any configured subscription exists (the daemon then starts the owner session at boot). */
+  get hasConfigured(): boolean {
+    return this.configured().length > 0;
+  }
+
+  wire(server: string): ServerEvents {
+    let wire = this.wires.get(server);
+    if (wire === undefined) {
+      wire = new ServerEvents(this.o.pool, server);
+      this.wires.set(server, wire);
+    }
+    return wire;
+  }
+
+  configured(): SubscriptionSpec[] {
+    const specs: SubscriptionSpec[] = [];
+    for (const server of this.o.config.mcp_servers) {
+      for (const e of server.events ?? []) {
+        specs.push({
+          server: server.name,
+          name: e.name,
+          arguments: e.arguments,
+          action: e.action,
+          ...(e.delivery !== undefined ? { delivery: e.delivery } : {}),
+          ...(e.instructions !== undefined ? { instructions: e.instructions } : {}),
+          ...(e.max_age_ms !== undefined ? { max_age_ms: e.max_age_ms } : {}),
+        });
+      }
+    }
+    return specs;
+  }
+
+  eventServers(): string[] {
+    return this.o.config.mcp_servers.filter((s) => s.events !== undefined).map((s) => s.name);
+  }
+
+  /** Builds the hub of a freshly opened session (restores its pending events and runtime subscriptions). */
+  async attach(session: HubSession, dir: string): Promise<EventsHub> {
+    const hub = await EventsHub.open(session, dir, this, session.name === this.owner, this.now);
+    this.hubs.set(session.name, hub);
+    return hub;
+  }
+
+  /** Stops a session's subscriptions before the session closes. */
+  async beforeClose(name: string): Promise<void> {
+    await this.hubs.get(name)?.stopSubscriptions();
+  }
+
+  /** After the session closed: writes what is left of its events state. */
+  async detach(name: string): Promise<void> {
+    const hub = this.hubs.get(name);
+    if (hub === undefined) return;
+    this.hubs.delete(name);
+    await hub.close();
+  }
+
+  /** The reaper must not close this session. */
+  keepsAlive(name: string): boolean {
+    if (this.o.reapable) return false;
+    return this.hubs.get(name)?.keepsAlive() ?? false;
+  }
+
+  hub(name: string): EventsHub | undefined {
+    return this.hubs.get(name);
+  }
+
+  /** Sessions a daemon opens at boot: the owner (when events are configured), then runtime restores. */
+  async bootSessions(): Promise<string[]> {
+    const names: string[] = [];
+    if (this.hasConfigured) names.push(this.owner);
+    const ranked: { name: string; last: number }[] = [];
+    let entries: string[] = [];
+    try {
+      entries = await readdir(join(this.o.stateDir, "sessions"));
+    } catch {
+      return names;
+    }
+    for (const name of entries.slice(0, 100_000)) {
+      if (!isValidSessionName(name) || name === this.owner) continue;
+      try {
+        const snapshot = await EventsStore.readSnapshot(join(this.o.stateDir, "sessions", name));
+        if (snapshot === undefined || snapshot.last_client_ms === null) continue;
+        if (!Object.values(snapshot.subscriptions).some((r) => r.runtime !== undefined)) continue;
+        if (this.now() - snapshot.last_client_ms > this.tuning.runtimeTtlMs) continue;
+        ranked.push({ name, last: snapshot.last_client_ms });
+      } catch (e) {
+        logLine(`serve: events: session ${JSON.stringify(name)}: its events state cannot be read: ${errorMessage(e)}`);
+      }
+    }
+    ranked.sort((a, b) => b.last - a.last);
+    for (const r of ranked.slice(0, this.tuning.maxRestoredSessions)) names.push(r.name);
+    return names;
+  }
+}

@@ -1,0 +1,375 @@
+/**
+ * A session's durable MCP Events state (serve.md §3, §6 item 5): the bounded queue of pending
+ * events (the log) and the small per-subscription state (the snapshot: cursor, dedup window,
+ * runtime spec, last client use).
+ *
+ * Changes are made in memory and become durable on `commit()`. A commit writes the log first and
+ * the snapshot second, so a stored cursor never runs ahead of the events it passed; when the log
+ * write fails the snapshot is not written, the unwritten records are kept, and the next commit
+ * retries them. Concurrent commits share writes (group commit), and writes never overlap.
+ *
+ * Nothing is written until there is something to persist: a session that never subscribes leaves
+ * no files behind.
+ */
+import { errorMessage } from "../../../shared/errors.ts";
+import { logLine } from "../../../shared/log.ts";
+import { writeFileAtomic } from "../../state/atomic-file.ts";
+import { GroupCommit } from "../../state/group-commit.ts";
+import type { PendingEntry } from "../types.ts";
+import { EventsStoreError } from "./errors.ts";
+import { type Fault, LogFile, type WriteCounters } from "./log-file.ts";
+import { asEntry, type LiveEntry, liveEntry, logPath, replayLog, serializeAdd, serializeDone } from "./pending-log.ts";
+import {
+  cloneRecord,
+  copyRecord,
+  keyProblem,
+  readSnapshotFile,
+  SNAPSHOT_LIMITS,
+  type SnapshotData,
+  type SubscriptionRecord,
+  serializeSnapshot,
+  snapshotPath,
+} from "./snapshot.ts";
+
+export type { SubscriptionRecord } from "./snapshot.ts";
+export type { FaultOp, WriteCounters } from "./log-file.ts";
+
+export interface EventsStoreOptions {
+  /** The queue refuses an entry once it holds this many. */
+  maxPending: number;
+  /** …or once this entry's line would take the live lines over this many bytes (one entry always fits an empty queue). */
+  maxPendingBytes: number;
+  /** Test seam: a throw here behaves like the failing system call at that step. */
+  fault?: Fault;
+}
+
+/** The log is compacted only past this size, and only when more than half of it is dead records. */
+export const COMPACT_MIN_BYTES = 1024 * 1024;
+/** How long `scheduleCommit` waits to gather more changes into one write. */
+export const COMMIT_DEBOUNCE_MS = 100;
+const RETRY_MAX_MS = 30_000;
+
+/** A log over this is refused on load rather than read: it is far past anything this store writes. */
+export function maxLogFileBytes(maxPendingBytes: number): number {
+  return 4 * maxPendingBytes + 64 * 1024 * 1024;
+}
+
+export class EventsStore {
+  /** Lines of the log that were skipped on load (not a record). */
+  readonly skippedLines: number;
+  /** Bytes of a torn tail cut from the log on load. */
+  readonly repairedBytes: number;
+  private readonly live: Map<number, LiveEntry>;
+  private nextSeq: number;
+  private liveBytes = 0;
+  /** Log records serialized since the last successful write, oldest first. */
+  private unwritten: string[] = [];
+  private unwrittenSize = 0;
+  /** The unwritten records were dropped (too many piled up behind failing writes): the next write rewrites the whole live log. */
+  private mustRewrite = false;
+  private readonly unwrittenCap: number;
+  private readonly subs: Map<string, SubscriptionRecord>;
+  private lastClient: number | null;
+  /** Snapshot generations: bumped on every snapshot change; the written one is what is on disk. */
+  private snapGen = 0;
+  private snapWrittenGen = 0;
+  private snapLastText: string | null;
+  /** Every change bumps this; the group commit tracks how far writes have covered it. */
+  private changes = 0;
+  private readonly commits: GroupCommit;
+  private readonly counters: WriteCounters;
+  private readonly log: LogFile;
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private retryMs = 0;
+  private failing = false;
+  private closing: Promise<void> | null = null;
+  private closed = false;
+
+  private constructor(
+    private readonly dir: string,
+    private readonly options: EventsStoreOptions,
+    snapshot: SnapshotData | undefined,
+    replayed: Awaited<ReturnType<typeof replayLog>>,
+    counters: WriteCounters,
+  ) {
+    this.counters = counters;
+    this.live = replayed.live;
+    for (const e of this.live.values()) this.liveBytes += e.bytes;
+    this.nextSeq = replayed.maxSeq + 1;
+    this.skippedLines = replayed.skipped;
+    this.repairedBytes = replayed.repairedBytes;
+    this.unwrittenCap = 2 * options.maxPendingBytes + COMPACT_MIN_BYTES;
+    this.subs = new Map(Object.entries(snapshot?.subscriptions ?? {}));
+    this.lastClient = snapshot?.last_client_ms ?? null;
+    this.snapLastText = snapshot === undefined ? null : serializeSnapshot(this.subs, this.lastClient);
+    this.log = new LogFile(logPath(dir), dir, replayed.handle, replayed.size, counters, options.fault);
+    this.commits = new GroupCommit(() => this.writePass(), () => this.changes);
+  }
+
+  /**
+   * Loads the snapshot and the log if they exist (creating nothing). A torn log tail is cut back
+   * and synced before this returns; unparseable log lines are skipped and counted. An invalid
+   * snapshot, or a log that is a symlink or over its bound, is refused with an EventsStoreError.
+   */
+  static async open(dir: string, options: EventsStoreOptions): Promise<EventsStore> {
+    for (const [name, value] of [["maxPending", options.maxPending], ["maxPendingBytes", options.maxPendingBytes]] as const) {
+      if (!Number.isSafeInteger(value) || value < 1) throw new EventsStoreError("invalid_argument", `${name} must be a positive integer`);
+    }
+    const snapshot = readSnapshotFile(dir);
+    const counters: WriteCounters = { logAppends: 0, logSyncs: 0, snapshots: 0, compactions: 0, logBytes: 0 };
+    const replayed = await replayLog(dir, maxLogFileBytes(options.maxPendingBytes), () => counters.logSyncs++);
+    return new EventsStore(dir, options, snapshot, replayed, counters);
+  }
+
+  /** Read-only peek (daemon boot: which sessions have runtime subscriptions); undefined if there is no snapshot. */
+  static async readSnapshot(dir: string): Promise<SnapshotData | undefined> {
+    return readSnapshotFile(dir);
+  }
+
+  // ---- pending queue ----
+
+  /**
+   * Queues an entry under the next seq and returns it (as stored, frozen), or null when the queue
+   * is full — by count, or by bytes unless the queue is empty (so one oversized event cannot wedge
+   * a subscription). Nothing at all is recorded when it returns null.
+   */
+  tryAdd(input: Omit<PendingEntry, "seq">): PendingEntry | null {
+    this.assertOpen();
+    if (this.live.size >= this.options.maxPending) return null;
+    const draft = { ...input, seq: this.nextSeq } as PendingEntry;
+    let line: string;
+    let entry: PendingEntry | null;
+    try {
+      line = serializeAdd(draft);
+      // The stored entry is the line read back: a private copy, exactly what a reload would yield.
+      entry = asEntry((JSON.parse(line) as { add: unknown }).add);
+    } catch (e) {
+      throw new EventsStoreError("invalid_argument", `pending event cannot be stored: ${errorMessage(e)}`, { cause: e });
+    }
+    if (entry === null) throw new EventsStoreError("invalid_argument", "pending event cannot be stored: it does not have the shape of an entry");
+    const stored = liveEntry(entry, line);
+    if (this.live.size > 0 && this.liveBytes + stored.bytes > this.options.maxPendingBytes) return null;
+    this.nextSeq++;
+    this.live.set(entry.seq, stored);
+    this.liveBytes += stored.bytes;
+    this.record(stored.line, stored.bytes);
+    return stored.entry;
+  }
+
+  /** Live entries, seq order. */
+  pending(): readonly PendingEntry[] {
+    return Array.from(this.live.values(), (e) => e.entry);
+  }
+
+  /** Removes entries from the queue; unknown (or already done) seqs are ignored. */
+  markDone(seqs: readonly number[]): void {
+    this.assertOpen();
+    const removed: number[] = [];
+    for (const seq of seqs) {
+      const e = this.live.get(seq);
+      if (e === undefined) continue;
+      this.live.delete(seq);
+      this.liveBytes -= e.bytes;
+      removed.push(seq);
+    }
+    if (removed.length === 0) return;
+    const line = serializeDone(removed);
+    this.record(line, Buffer.byteLength(line));
+  }
+
+  get pendingCount(): number {
+    return this.live.size;
+  }
+
+  /** Bytes of the live entries' `add` lines, newline included (a freshly compacted log is exactly this long). */
+  get pendingBytes(): number {
+    return this.liveBytes;
+  }
+
+  // ---- snapshot ----
+
+  subscription(key: string): SubscriptionRecord | undefined {
+    const r = this.subs.get(key);
+    return r === undefined ? undefined : cloneRecord(r);
+  }
+
+  subscriptionKeys(): string[] {
+    return [...this.subs.keys()];
+  }
+
+  /** Stores a copy of the record (`recent` trimmed to the newest 1024); throws invalid_argument for a record we could not read back. */
+  setSubscription(key: string, record: SubscriptionRecord): void {
+    this.assertOpen();
+    const problem = keyProblem(key);
+    if (problem !== null) throw new EventsStoreError("invalid_argument", problem);
+    if (!this.subs.has(key) && this.subs.size >= SNAPSHOT_LIMITS.subscriptions) {
+      throw new EventsStoreError("invalid_argument", `at most ${SNAPSHOT_LIMITS.subscriptions} subscriptions are kept per session`);
+    }
+    this.subs.set(key, copyRecord(record));
+    this.snapshotChanged();
+  }
+
+  /** Forgets the whole record (cursor, dedup window, runtime spec). */
+  forgetSubscription(key: string): void {
+    this.assertOpen();
+    if (this.subs.delete(key)) this.snapshotChanged();
+  }
+
+  setLastClientMs(ms: number): void {
+    this.assertOpen();
+    if (!Number.isSafeInteger(ms) || ms < 0) throw new EventsStoreError("invalid_argument", "last client time must be a non-negative integer of milliseconds");
+    this.lastClient = ms;
+    this.snapshotChanged();
+  }
+
+  get lastClientMs(): number | null {
+    return this.lastClient;
+  }
+
+  // ---- durability ----
+
+  /** Resolves once every change made before the call is durable; rejects with an EventsStoreError (write_failed) when a write failed. */
+  commit(): Promise<void> {
+    // While closing, the final write covers everything; once closed, nothing is left to write with.
+    if (this.closed && this.changes > this.commits.durable) return Promise.reject(this.closedError());
+    return this.commits.request();
+  }
+
+  /** A commit within COMMIT_DEBOUNCE_MS for changes nobody waits on; failures are logged once per streak and retried with backoff. */
+  scheduleCommit(): void {
+    if (this.closing !== null || this.timer !== null) return;
+    this.arm(COMMIT_DEBOUNCE_MS);
+  }
+
+  /** Bytes of log records waiting for the next write (bounded: past a cap they give way to one full rewrite). */
+  get unwrittenBytes(): number {
+    return this.unwrittenSize;
+  }
+
+  get writes(): WriteCounters {
+    return { ...this.counters };
+  }
+
+  /** A final commit (a failure is logged, not thrown), then the log handle is closed. Idempotent. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      if (this.timer !== null) clearTimeout(this.timer);
+      this.timer = null;
+      try {
+        await this.commits.request();
+      } catch (e) {
+        logLine(`events state in ${this.dir}: the last write before closing failed: ${errorMessage(e)}`);
+      }
+      await this.commits.idle();
+      this.closed = true;
+      await this.log.close().catch(() => {});
+    })();
+    return this.closing;
+  }
+
+  // ---- internals ----
+
+  private assertOpen(): void {
+    if (this.closing !== null) throw this.closedError();
+  }
+
+  private closedError(): EventsStoreError {
+    return new EventsStoreError("closed", `the events state in ${this.dir} is closed`);
+  }
+
+  private snapshotChanged(): void {
+    this.snapGen++;
+    this.changes++;
+  }
+
+  /** Queues one log line for the next write. */
+  private record(line: string, bytes: number): void {
+    this.changes++;
+    if (this.mustRewrite) return; // the pending rewrite covers it
+    this.unwritten.push(line);
+    this.unwrittenSize += bytes;
+    this.capUnwritten();
+  }
+
+  /**
+   * Bounds memory while writes keep failing: past the cap, the records are dropped and the next
+   * write rewrites the whole live log instead, which says everything they said.
+   */
+  private capUnwritten(): void {
+    if (this.unwrittenSize <= this.unwrittenCap) return;
+    this.unwritten = [];
+    this.unwrittenSize = 0;
+    this.mustRewrite = true;
+  }
+
+  private arm(ms: number): void {
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.commits.request().then(
+        () => (this.retryMs = 0),
+        (e: unknown) => {
+          if (!this.failing) logLine(`events state in ${this.dir}: a background write failed (retrying): ${errorMessage(e)}`);
+          this.failing = true;
+          if (this.closing !== null || this.timer !== null) return;
+          this.retryMs = Math.min(RETRY_MAX_MS, Math.max(1000, this.retryMs * 2));
+          this.arm(this.retryMs);
+        },
+      );
+    }, ms);
+    this.timer.unref?.();
+  }
+
+  /**
+   * One write: the log (compacted or appended), then the snapshot. Everything it writes is taken
+   * synchronously at its start, so it covers exactly the changes counted when it began.
+   */
+  private async writePass(): Promise<void> {
+    const chunk = this.unwritten;
+    const chunkBytes = this.unwrittenSize;
+    this.unwritten = [];
+    this.unwrittenSize = 0;
+    const forced = this.mustRewrite;
+    this.mustRewrite = false;
+    const total = this.log.size + chunkBytes;
+    const compact = forced || (chunk.length > 0 && total > COMPACT_MIN_BYTES && total > 2 * this.liveBytes);
+    const rewrite = compact ? Array.from(this.live.values(), (e) => e.line).join("") : null;
+    const snapGen = this.snapGen;
+    const snapText = snapGen !== this.snapWrittenGen ? serializeSnapshot(this.subs, this.lastClient) : null;
+    try {
+      if (rewrite !== null) await this.log.rewrite(rewrite);
+      else if (chunk.length > 0) await this.log.append(chunk.join(""));
+    } catch (e) {
+      this.putBack(chunk, chunkBytes, forced);
+      throw this.writeFailed(this.log.path, e);
+    }
+    if (snapText !== null) {
+      if (snapText !== this.snapLastText) {
+        const path = snapshotPath(this.dir);
+        try {
+          await this.options.fault?.("snapshot");
+          await writeFileAtomic(path, snapText);
+        } catch (e) {
+          throw this.writeFailed(path, e);
+        }
+        this.counters.snapshots++;
+        this.snapLastText = snapText;
+      }
+      this.snapWrittenGen = snapGen;
+    }
+    this.failing = false;
+  }
+
+  /** After a failed log write: the records it carried go back in front, so the next write lands them. */
+  private putBack(chunk: string[], chunkBytes: number, forced: boolean): void {
+    if (forced) this.mustRewrite = true;
+    if (this.mustRewrite) return;
+    this.unwritten = chunk.concat(this.unwritten);
+    this.unwrittenSize += chunkBytes;
+    this.capUnwritten();
+  }
+
+  private writeFailed(path: string, e: unknown): EventsStoreError {
+    if (e instanceof EventsStoreError) return e;
+    return new EventsStoreError("write_failed", `writing ${path} failed (kept for the next write): ${errorMessage(e)}`, { cause: e });
+  }
+}

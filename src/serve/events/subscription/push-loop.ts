@@ -1,0 +1,165 @@
+/**
+ * Push delivery for one subscription (serve.md §6 item 3): one `events/stream` at a time,
+ * reconnected from the stored cursor whenever it ends.
+ *
+ * - Notifications are handled in runs (whatever is queued); each run is committed before the
+ *   cursor moves past it, so a push cursor is saved only after the records of its events.
+ * - `active` (ready; `truncated` → gap), `event` (deliver; an over-cap stand-in → `oversized` gap,
+ *   no reconnect), `heartbeat` (cursor), `error` (status frame, the stream stays), `terminated`
+ *   (thrown as EventsTerminated: the caller decides what ending means).
+ * - Idle watchdog: nothing for VIGIL_EVENTS_STREAM_IDLE_MS → cancel and reconnect from the cursor.
+ * - A full queue or an overflowing stream buffer → drain what arrived before it, cancel, reconnect
+ *   at once; a stream the server closed → reconnect with backoff (2^n s, cap 30 s).
+ */
+import { errorMessage } from "../../../shared/errors.ts";
+import { EventsRpcError } from "../pure/errors.ts";
+import { adoptCursor, backoffMs } from "../pure/poll-rules.ts";
+import type { EventOccurrence } from "../types.ts";
+import type { PushStream, StreamNotification } from "../wire/push-stream.ts";
+import type { SubscriptionHost } from "./host.ts";
+import { abortableSleep } from "./sleep.ts";
+import type { Subscription } from "./subscription.ts";
+
+const RECONNECT_CAP_MS = 30_000;
+
+/** The server ended the subscription (`notifications/events/terminated`). */
+export class EventsTerminated extends EventsRpcError {
+  readonly terminated = true;
+}
+
+type Next = "now" | "later";
+
+export async function runPush(host: SubscriptionHost, sub: Subscription, signal: AbortSignal): Promise<void> {
+  const wire = host.wire(sub.spec.server);
+  let reconnects = 0;
+  while (!signal.aborted) {
+    const params: Record<string, unknown> = { name: sub.spec.name, arguments: sub.spec.arguments, cursor: sub.cursor };
+    if (sub.spec.max_age_ms !== undefined) params.maxAgeMs = sub.spec.max_age_ms;
+    const stream = wire.openStream(params, host.tuning.streamBuffer);
+    const cancel = () => stream.close();
+    signal.addEventListener("abort", cancel, { once: true });
+    let next: Next;
+    let progressed = false;
+    try {
+      next = await consume(host, sub, stream, signal, () => (progressed = true));
+    } finally {
+      signal.removeEventListener("abort", cancel);
+      stream.close();
+    }
+    if (signal.aborted) return;
+    if (progressed) reconnects = 0;
+    if (next === "later") await abortableSleep(backoffMs(reconnects++, RECONNECT_CAP_MS), signal);
+  }
+}
+
+async function consume(host: SubscriptionHost, sub: Subscription, stream: PushStream, signal: AbortSignal, progress: () => void): Promise<Next> {
+  const idleMs = host.tuning.streamIdleMs;
+  for (;;) {
+    const item = await stream.next(idleMs);
+    if (signal.aborted) return "later";
+    if (item === "idle") {
+      host.status(sub, { kind: "error", error: `the event stream was silent for ${idleMs} ms; reconnecting from the cursor`, retry_in_ms: 0 });
+      return "now";
+    }
+    if (item.kind === "end") {
+      const end = item.end;
+      if (end.kind === "rpc_error") throw new EventsRpcError(end.code, end.message, end.data);
+      if (end.kind === "overflow") {
+        host.status(sub, { kind: "error", error: "the event stream overflowed its buffer; reconnecting from the cursor", retry_in_ms: 0 });
+        return "now";
+      }
+      if (!sub.up) throw new EventsRpcError(0, end.kind === "closed" ? `the event stream closed: ${end.reason}` : "the server ended the event stream before it was active");
+      return "later";
+    }
+    progress();
+    const run = [item.notification, ...stream.drainQueued()];
+    const outcome = handleRun(host, sub, run);
+    try {
+      await host.commit();
+    } catch (e) {
+      host.status(sub, { kind: "error", error: `could not store events (reconnecting from the stored cursor): ${errorMessage(e)}`, retry_in_ms: 1000 });
+      await abortableSleep(1000, signal);
+      return "now";
+    }
+    if (outcome.cursor.set) {
+      const next = adoptCursor(sub.cursor, outcome.cursor.value);
+      if (next !== sub.cursor) {
+        sub.cursor = next;
+        host.persist(sub);
+      }
+    }
+    if (outcome.terminated) throw outcome.terminated;
+    if (outcome.full) {
+      host.status(sub, { kind: "error", error: "the pending queue is full; reconnecting from the cursor when there is room", retry_in_ms: 1000 });
+      await abortableSleep(1000, signal);
+      return "now";
+    }
+  }
+}
+
+interface RunOutcome {
+  /** The newest non-null cursor among what was accepted (set = something carried one). */
+  cursor: { set: boolean; value: string | null };
+  full: boolean;
+  terminated: EventsTerminated | null;
+}
+
+/** Handles a run of notifications in order, stopping at a full queue or a termination. */
+function handleRun(host: SubscriptionHost, sub: Subscription, run: StreamNotification[]): RunOutcome {
+  const out: RunOutcome = { cursor: { set: false, value: null }, full: false, terminated: null };
+  const take = (cursor: unknown) => {
+    if (typeof cursor === "string") out.cursor = { set: true, value: cursor };
+  };
+  for (const { method, params } of run) {
+    switch (method) {
+      case "notifications/events/active":
+        sub.markUp("push");
+        if (params.truncated === true) {
+          if (!host.gap(sub, { gap: true, cursor: stringOrNull(params.cursor), reason: "truncated", eventId: null })) return { ...out, full: true };
+        }
+        take(params.cursor);
+        break;
+      case "notifications/events/event": {
+        sub.markUp("push");
+        if (params.$oversized === true) {
+          const notice = {
+            gap: true as const,
+            cursor: stringOrNull(params.cursor),
+            reason: "oversized",
+            eventId: stringOrNull(params.eventId),
+            ...(params.$ambiguous === true ? { possibly_not_an_event: true } : {}),
+            ...(typeof params.$dropped_id === "string" ? { dropped_id: params.$dropped_id } : {}),
+          };
+          if (!host.gap(sub, notice)) return { ...out, full: true };
+          take(params.cursor);
+          break;
+        }
+        const { _meta: _ignored, ...occurrence } = params;
+        if (host.accept(sub, occurrence as EventOccurrence, "push") === "full") return { ...out, full: true };
+        take(params.cursor);
+        break;
+      }
+      case "notifications/events/heartbeat":
+        sub.markUp("push");
+        take(params.cursor);
+        break;
+      case "notifications/events/error": {
+        const e = (params.error ?? {}) as { code?: unknown; message?: unknown };
+        host.status(sub, { kind: "error", error: `the server reported: ${String(e.message ?? "an error")} (${String(e.code ?? "?")})` });
+        break;
+      }
+      case "notifications/events/terminated": {
+        const e = (params.error ?? {}) as { code?: unknown; message?: unknown; data?: unknown };
+        const code = typeof e.code === "number" ? e.code : -32603;
+        return { ...out, terminated: new EventsTerminated(code, typeof e.message === "string" ? e.message : "terminated", e.data) };
+      }
+      default:
+        break;
+    }
+  }
+  return out;
+}
+
+function stringOrNull(v: unknown): string | null {
+  return typeof v === "string" ? v : null;
+}

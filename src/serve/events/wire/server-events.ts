@@ -1,0 +1,220 @@
+/**
+ * The client side of the MCP Events wire for one configured server (serve.md §6 items 1–3), over
+ * the server's SDK Client from the shared pool (stdio or streamable HTTP).
+ *
+ * - Support is read from the raw `initialize` result (the SDK strips a top-level `events`
+ *   capability), in either location; no `events/*` request is ever sent to a server without the
+ *   capability or without an `events` entry in the config.
+ * - Custom requests use the SDK's loose ResultSchema, so unknown result keys (`resultType`, `_meta`,
+ *   `hasMore`…) pass through untouched.
+ * - `events/list` is paged with a loop guard and cached until `notifications/events/list_changed`
+ *   or an explicit invalidation (re-discovery).
+ * - Push: `openStream` registers the stream under the JSON-RPC id the SDK gives its request (seen
+ *   through the transport's outgoing hook, matched by the params object's identity) and routes the
+ *   stream's notifications by `_meta["io.modelcontextprotocol/subscriptionId"]`. Cancelling aborts
+ *   the request: the SDK then sends `notifications/cancelled` (and over HTTP the response body is
+ *   dropped by the connection, see http-connection.ts).
+ */
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { McpError, ResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import type { McpServerPool } from "../../../mcp/server-pool.ts";
+import { errorMessage } from "../../../shared/errors.ts";
+import { eventsCapability } from "../pure/capability.ts";
+import { EventsRpcError } from "../pure/errors.ts";
+import { PushStream, type StreamNotification } from "./push-stream.ts";
+
+export const SUBSCRIPTION_ID_META = "io.modelcontextprotocol/subscriptionId";
+/** Unary `events/*` requests (list, poll) give up after this long. */
+export const RPC_TIMEOUT_MS = 30_000;
+const MAX_LIST_PAGES = 20;
+const MAX_DESCRIPTORS = 1000;
+/** setTimeout's ceiling: a stream has no request timeout (its liveness is the idle watchdog). */
+const NO_TIMEOUT_MS = 2_147_483_647;
+
+export interface EventDescriptor {
+  name: string;
+  delivery: string[];
+  [key: string]: unknown;
+}
+
+/** A refusal decided here, before anything is sent (unknown server, no extension, no config). */
+export class EventsRefused extends Error {
+  readonly permanent = true;
+}
+
+export class ServerEvents {
+  private cache: { generation: number; events: EventDescriptor[] } | null = null;
+  private generation = 0;
+  private readonly streams = new Map<string, PushStream>();
+  private readonly expected = new WeakMap<object, (id: string | number) => void>();
+  private hooked: { client: Client; off: () => void } | null = null;
+  private droppedIds = 0;
+
+  constructor(
+    private readonly pool: McpServerPool,
+    readonly server: string,
+  ) {}
+
+  /** Whether the config opts this server in (an `events` entry, possibly empty). */
+  get configured(): boolean {
+    return this.pool.serverConfig(this.server)?.events !== undefined;
+  }
+
+  /** Throws EventsRefused when no `events/*` request may go to this server now. */
+  private connection(): Client {
+    const config = this.pool.serverConfig(this.server);
+    if (config === undefined) throw new EventsRefused(`unknown MCP server ${JSON.stringify(this.server)}`);
+    if (config.events === undefined) {
+      throw new EventsRefused(`MCP server ${JSON.stringify(this.server)} has no "events" entry in the config (add "events": [] to allow runtime subscriptions)`);
+    }
+    const client = this.pool.client(this.server);
+    const status = this.pool.status(this.server);
+    if (client === undefined) {
+      const why = status?.state === "failed" ? `: ${status.reason}` : "";
+      throw new EventsRpcError(-32603, `MCP server ${JSON.stringify(this.server)} is not connected${why}`, undefined);
+    }
+    const raw = this.pool.rawInitializeResult(this.server);
+    if (!eventsCapability(raw).supported) {
+      throw new EventsRefused(`MCP server ${JSON.stringify(this.server)} does not support the MCP Events extension (no events capability)`);
+    }
+    this.hook(client);
+    return client;
+  }
+
+  /** The event types the server offers (cached). */
+  async list(signal?: AbortSignal): Promise<EventDescriptor[]> {
+    const client = this.connection();
+    if (this.cache !== null && this.cache.generation === this.generation) return this.cache.events;
+    const generation = this.generation;
+    const events: EventDescriptor[] = [];
+    const seen = new Set<string>();
+    let cursor: string | undefined;
+    for (let page = 0; page < MAX_LIST_PAGES; page++) {
+      const result = await this.request(client, "events/list", cursor === undefined ? {} : { cursor }, signal);
+      const list = (result as { events?: unknown }).events;
+      if (!Array.isArray(list)) throw new EventsRpcError(-32603, "events/list answered without an events array", undefined);
+      for (const d of list) {
+        if (events.length >= MAX_DESCRIPTORS) break;
+        if (typeof d !== "object" || d === null || typeof (d as { name?: unknown }).name !== "string") continue;
+        const delivery = Array.isArray((d as { delivery?: unknown }).delivery)
+          ? ((d as { delivery: unknown[] }).delivery.filter((m) => typeof m === "string") as string[])
+          : [];
+        events.push({ ...(d as Record<string, unknown>), name: (d as { name: string }).name, delivery });
+      }
+      const next = (result as { nextCursor?: unknown }).nextCursor;
+      if (typeof next !== "string" || next === "" || seen.has(next)) break;
+      seen.add(next);
+      cursor = next;
+    }
+    if (generation === this.generation) this.cache = { generation, events };
+    return events;
+  }
+
+  /** Forgets the cached list (re-discovery, list_changed). */
+  invalidate(): void {
+    this.generation++;
+  }
+
+  /** One `events/poll`; the raw result (validated by the caller). */
+  poll(params: Record<string, unknown>, signal?: AbortSignal): Promise<Record<string, unknown>> {
+    return this.request(this.connection(), "events/poll", params, signal);
+  }
+
+  /**
+   * Opens one `events/stream`. Its notifications arrive in the returned stream's queue (bounded by
+   * `capacity`), then its end. `close()` on the stream cancels the request.
+   */
+  openStream(params: Record<string, unknown>, capacity: number): PushStream {
+    const client = this.connection();
+    const controller = new AbortController();
+    let id: string | null = null;
+    const stream = new PushStream(capacity, () => {
+      if (id !== null && this.streams.get(id) === stream) this.streams.delete(id);
+      if (!controller.signal.aborted) controller.abort(new Error("stream closed by vigil"));
+    });
+    const requestParams = { ...params };
+    this.expected.set(requestParams, (assigned) => {
+      id = JSON.stringify(assigned);
+      this.streams.set(id, stream);
+    });
+    client
+      .request({ method: "events/stream", params: requestParams }, ResultSchema, { signal: controller.signal, timeout: NO_TIMEOUT_MS })
+      .then(
+        () => stream.finish({ kind: "final" }),
+        (e) => stream.finish(endOf(e, controller.signal.aborted)),
+      );
+    if (id === null) {
+      // The transport never saw the request (not connected): nothing will be routed to it.
+      this.expected.delete(requestParams);
+    }
+    return stream;
+  }
+
+  /** Open streams (for tests and status). */
+  get openStreams(): number {
+    return this.streams.size;
+  }
+
+  private async request(client: Client, method: string, params: Record<string, unknown>, signal?: AbortSignal): Promise<Record<string, unknown>> {
+    try {
+      const result = await client.request({ method, params }, ResultSchema, { timeout: RPC_TIMEOUT_MS, ...(signal ? { signal } : {}) });
+      return result as Record<string, unknown>;
+    } catch (e) {
+      if (e instanceof McpError) throw new EventsRpcError(e.code, stripPrefix(e.message), e.data);
+      throw new EventsRpcError(-32603, errorMessage(e), undefined);
+    }
+  }
+
+  /** Installs the notification router and the outgoing-id hook on this server's client (once per client). */
+  private hook(client: Client): void {
+    if (this.hooked?.client === client) return;
+    this.hooked?.off();
+    const transport = this.pool.transport(this.server);
+    const off = transport?.onOutgoing((message: JSONRPCMessage) => {
+      if (!("method" in message) || message.method !== "events/stream" || !("id" in message)) return;
+      const params = message.params as object | undefined;
+      if (params === undefined) return;
+      const bind = this.expected.get(params);
+      if (bind === undefined) return;
+      this.expected.delete(params);
+      bind(message.id);
+    }) ?? (() => {});
+    const previous = client.fallbackNotificationHandler;
+    client.fallbackNotificationHandler = async (notification) => {
+      if (notification.method === "notifications/events/list_changed") this.invalidate();
+      else if (notification.method.startsWith("notifications/events/")) this.route(notification as StreamNotification);
+      else await previous?.(notification);
+    };
+    this.hooked = { client, off };
+  }
+
+  private route(notification: StreamNotification): void {
+    const params = (notification.params ?? {}) as Record<string, unknown>;
+    const meta = params._meta as Record<string, unknown> | undefined;
+    const routing = meta?.[SUBSCRIPTION_ID_META] ?? params.requestId;
+    if (typeof routing === "string" || typeof routing === "number") {
+      this.streams.get(JSON.stringify(routing))?.offer({ method: notification.method, params });
+      return;
+    }
+    // An over-cap stand-in whose head did not reach its routing: every open stream of this server
+    // hears of it, stamped with one id so the model is told once.
+    if (params.$oversized === true) {
+      const stamped = { ...params, $dropped_id: `${this.server}#${++this.droppedIds}` };
+      for (const stream of [...this.streams.values()]) stream.offer({ method: notification.method, params: stamped });
+    }
+  }
+}
+
+function endOf(e: unknown, aborted: boolean) {
+  if (aborted) return { kind: "closed" as const, reason: "cancelled" };
+  if (e instanceof McpError && e.code !== -32000 && e.code !== -32001) {
+    return { kind: "rpc_error" as const, code: e.code, message: stripPrefix(e.message), data: e.data };
+  }
+  return { kind: "closed" as const, reason: errorMessage(e) };
+}
+
+/** The SDK prefixes "MCP error <code>: " to server messages; the code is reported separately. */
+function stripPrefix(message: string): string {
+  return message.replace(/^MCP error -?\d+: /, "");
+}

@@ -1,0 +1,199 @@
+/**
+ * End-to-end helpers for the MCP Events tests of `vigil serve` (test/e2e/events-*.test.ts): the
+ * events fixture (HTTP, or stdio started by vigil), the in-process mock model, a serve config,
+ * the daemon or a stdio serve with fast knobs, and readers of the events state on disk.
+ * Every wait is bounded; everything started is ended by the given `Cleanups`.
+ */
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { type MockModel, startMockModel } from "../fixtures/mock-model.ts";
+import { VIGIL_BIN } from "./bin.ts";
+import {
+  type EventsFixture,
+  type EventsFixtureEnv,
+  type StdioFixtureEntry,
+  eventsFixtureStdio,
+  startEventsFixture,
+} from "./events-fixture.ts";
+import { LineClient, tmpDir, waitUntil } from "./fixture.ts";
+import { type Cleanups, type Daemon, type Frame, lastUserText } from "./serve.ts";
+
+/** Knobs that make the events timings test-sized (each test may override). */
+export const FAST_KNOBS: Record<string, string> = {
+  VIGIL_EVENTS_POLL_FLOOR_MS: "100",
+  VIGIL_EVENTS_COALESCE_MS: "300",
+  VIGIL_SHUTDOWN_GRACE_MS: "500",
+  VIGIL_EVENTS_RETRY_CAP_MS: "500",
+};
+
+export interface EventsEnv {
+  dir: string;
+  configFile: string;
+  stateDir: string;
+  model: MockModel;
+  /** The HTTP fixture (null when only a stdio fixture is configured). */
+  fixture: EventsFixture | null;
+  /** The environment vigil runs with (process env + FAST_KNOBS + the test's knobs). */
+  env: Record<string, string | undefined>;
+  /** Rewrites the config (e.g. before a restart). */
+  writeConfig(servers: Record<string, unknown>[]): void;
+}
+
+export interface EventsEnvOptions {
+  /** Start the HTTP fixture with these switches (default: started with none); false = no HTTP fixture. */
+  fixtureEnv?: EventsFixtureEnv | false;
+  /** `mcp_servers` of the config, built once the fixture is up. */
+  servers: (fixture: EventsFixture | null) => Record<string, unknown>[];
+  /** Extra environment for vigil (knobs). */
+  knobs?: Record<string, string>;
+  /** The model entry (default: openai → the mock model, timeout 20 s). */
+  modelTimeoutMs?: number;
+}
+
+export async function eventsEnvironment(cleanups: Cleanups, o: EventsEnvOptions): Promise<EventsEnv> {
+  const tmp = tmpDir("vigil-events-e2e");
+  cleanups.add(() => tmp.cleanup());
+  const model = await startMockModel();
+  cleanups.add(() => model.close());
+  const fixture = o.fixtureEnv === false ? null : await startEventsFixture({ env: o.fixtureEnv ?? {}, cleanups });
+  const configFile = tmp.file("vigil.json");
+  const writeConfig = (servers: Record<string, unknown>[]) => {
+    const config = {
+      model: { provider: "openai", base_url: model.url, model: "mock-model", timeout_ms: o.modelTimeoutMs ?? 20_000 },
+      mcp_servers: servers,
+    };
+    writeFileSync(configFile, JSON.stringify(config));
+  };
+  writeConfig(o.servers(fixture));
+  return {
+    dir: tmp.path,
+    configFile,
+    stateDir: tmp.file("state"),
+    model,
+    fixture,
+    env: { ...process.env, ...FAST_KNOBS, ...(o.knobs ?? {}) },
+    writeConfig,
+  };
+}
+
+/** A config entry for the HTTP fixture. */
+export function httpServer(fixture: EventsFixture, name: string, events?: Record<string, unknown>[]): Record<string, unknown> {
+  return { name, transport: "http", url: fixture.mcpUrl, ...(events !== undefined ? { events } : {}) };
+}
+
+/** A config entry that makes vigil start the fixture over stdio. */
+export function stdioServer(entry: StdioFixtureEntry, name: string, events?: Record<string, unknown>[]): Record<string, unknown> {
+  return { name, transport: "stdio", command: entry.command, args: entry.args, env: entry.env, ...(events !== undefined ? { events } : {}) };
+}
+
+export { eventsFixtureStdio };
+
+/** `vigil serve --listen 127.0.0.1:0` with the environment's knobs; resolves once listening. */
+export async function startEventsDaemon(cleanups: Cleanups, env: EventsEnv, extra: string[] = []): Promise<Daemon> {
+  const client = new LineClient(
+    [VIGIL_BIN, "serve", "--config", env.configFile, "--state-dir", env.stateDir, "--listen", "127.0.0.1:0", ...extra],
+    { env: env.env },
+  );
+  cleanups.add(() => client.dispose());
+  await client.waitForStderr("vigil serve listening http://", 20_000);
+  const base = /vigil serve listening (http:\/\/\S+)/.exec(client.stderrText())![1]!;
+  return { client, base };
+}
+
+/** `vigil serve` in stdio mode: NDJSON commands in, frames out. */
+export class StdioServe {
+  readonly frames: Frame[] = [];
+  private constructor(readonly client: LineClient) {}
+
+  static start(cleanups: Cleanups, env: EventsEnv, session = "s", extra: string[] = []): StdioServe {
+    const client = new LineClient(
+      [VIGIL_BIN, "serve", "--config", env.configFile, "--state-dir", env.stateDir, "--session", session, ...extra],
+      { env: env.env },
+    );
+    cleanups.add(() => client.dispose());
+    const serve = new StdioServe(client);
+    void serve.pump();
+    return serve;
+  }
+
+  send(command: Record<string, unknown>): void {
+    this.client.send(command);
+  }
+
+  /** Waits (bounded) for a frame matching `done`; returns it. */
+  async until(done: (f: Frame) => boolean, ms = 15_000): Promise<Frame> {
+    if (!(await waitUntil(() => this.frames.some(done), ms))) {
+      throw new Error(`stdio serve: frame not received within ${ms} ms; got ${JSON.stringify(this.frames.map((f) => f.type + (f.kind ? `:${f.kind}` : "")))}\nstderr:\n${this.client.stderrText()}`);
+    }
+    return this.frames.find(done)!;
+  }
+
+  /** Sends a command and waits for its response. */
+  async command(cmd: Record<string, unknown>, ms = 25_000): Promise<Frame & { success: boolean; data?: any; error?: { code: string; message: string } }> {
+    this.send(cmd);
+    return (await this.until((f) => f.type === "response" && f.id === cmd.id, ms)) as never;
+  }
+
+  count(done: (f: Frame) => boolean): number {
+    return this.frames.filter(done).length;
+  }
+
+  private async pump(): Promise<void> {
+    for (;;) {
+      const line = await this.client.next(3_600_000);
+      if (line === null) return;
+      try {
+        this.frames.push(JSON.parse(line) as Frame);
+      } catch {
+        // not a frame: the tests look at frames only
+      }
+    }
+  }
+}
+
+const sessionDir = (stateDir: string, session: string) => join(stateDir, "sessions", session);
+
+/** Live pending entries on disk (adds minus dones), in seq order. */
+export function pendingOnDisk(stateDir: string, session: string): { seq: number; event: Record<string, unknown> }[] {
+  const file = join(sessionDir(stateDir, session), "mcp-events.log");
+  if (!existsSync(file)) return [];
+  const live = new Map<number, { seq: number; event: Record<string, unknown> }>();
+  for (const line of readFileSync(file, "utf8").split("\n")) {
+    if (line === "") continue;
+    let record: { add?: { seq: number; event: Record<string, unknown> }; done?: number[] };
+    try {
+      record = JSON.parse(line);
+    } catch {
+      continue;
+    }
+    if (record.add) live.set(record.add.seq, record.add);
+    for (const seq of record.done ?? []) live.delete(seq);
+  }
+  return [...live.values()].sort((a, b) => a.seq - b.seq);
+}
+
+/** The snapshot on disk, or null. */
+export function snapshotOnDisk(stateDir: string, session: string): { subscriptions: Record<string, { cursor: string | null; recent: string[]; runtime?: unknown }>; last_client_ms: number | null } | null {
+  const file = join(sessionDir(stateDir, session), "mcp-events.json");
+  return existsSync(file) ? JSON.parse(readFileSync(file, "utf8")) : null;
+}
+
+export function eventsFilesExist(stateDir: string, session: string): boolean {
+  const dir = sessionDir(stateDir, session);
+  return existsSync(join(dir, "mcp-events.json")) || existsSync(join(dir, "mcp-events.log"));
+}
+
+/** How many model requests carried `needle` in their last user message (one per run that saw it first). */
+export function runsFor(model: MockModel, needle: string): number {
+  return model.requests.filter((r) => r.path.endsWith("/chat/completions") && lastUserText(r).includes(needle)).length;
+}
+
+/** Waits (bounded) until `runsFor(model, needle) >= n`. */
+export async function waitRuns(model: MockModel, needle: string, n = 1, ms = 15_000): Promise<void> {
+  if (!(await waitUntil(() => runsFor(model, needle) >= n, ms))) {
+    throw new Error(`model saw ${JSON.stringify(needle)} in ${runsFor(model, needle)} requests, wanted ${n}`);
+  }
+}
+
+export const isEventFrame = (id: string) => (f: Frame) => f.type === "mcp_event" && (f.event as { eventId?: string } | undefined)?.eventId === id;
+export const isStatus = (kind: string) => (f: Frame) => f.type === "mcp_event_status" && f.kind === kind;

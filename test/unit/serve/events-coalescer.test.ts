@@ -1,0 +1,141 @@
+/**
+ * The coalescer against a real EventsStore (temp dir) and a fake session: batching, holding
+ * follow-ups while busy, delivery and return by tag, the drop after 3 attempts, and stop.
+ */
+import { afterEach, expect, test } from "bun:test";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { Coalescer, type InjectTarget, MAX_ATTEMPTS, MAX_BATCH } from "../../../src/serve/events/coalescer.ts";
+import { EventsStore } from "../../../src/serve/events/store/events-store.ts";
+import type { Injection, RunSettled, SessionState } from "../../../src/serve/session/types.ts";
+import { tmpDir, waitUntil } from "../../helpers/fixture.ts";
+
+const dirs: { cleanup(): void }[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) d.cleanup();
+});
+
+class FakeSession implements InjectTarget {
+  state: SessionState = "idle";
+  closed = false;
+  readonly injected: (Injection & { logAtInject: string })[] = [];
+  private listener: ((r: RunSettled) => void) | null = null;
+
+  constructor(private readonly logFile: string) {}
+
+  inject(injection: Injection) {
+    // What is on disk when the model would first see the batch.
+    this.injected.push({ ...injection, logAtInject: existsSync(this.logFile) ? readFileSync(this.logFile, "utf8") : "" });
+    return { queued: injection.behavior } as const;
+  }
+
+  onRunSettled(listener: (r: RunSettled) => void) {
+    this.listener = listener;
+    return () => void (this.listener = null);
+  }
+
+  settle(delivered: string[], returned: string[], status: RunSettled["status"] = "ok") {
+    this.listener?.({ runId: "r", status, succeeded: status === "ok", delivered, returned });
+  }
+}
+
+async function setup(windowMs = 0) {
+  const dir = tmpDir("vigil-coalescer");
+  dirs.push(dir);
+  const store = await EventsStore.open(dir.path, { maxPending: 1000, maxPendingBytes: 16 * 1024 * 1024 });
+  const session = new FakeSession(join(dir.path, "mcp-events.log"));
+  const dropped: string[] = [];
+  const coalescer = new Coalescer(session, store, windowMs, (entry) => dropped.push(String((entry.event as { eventId?: string }).eventId)));
+  const add = (id: string, action: "follow_up" | "steer" = "follow_up") => {
+    store.tryAdd({ action, server: "s", name: "e", arguments: {}, event: { eventId: id, name: "e", data: { id } } });
+    coalescer.kick();
+  };
+  return { store, session, coalescer, dropped, add, logFile: join(dir.path, "mcp-events.log") };
+}
+
+test("a burst becomes one batch, injected only after it is durable", async () => {
+  const { session, add, coalescer } = await setup();
+  for (const id of ["a-1", "a-2", "a-3"]) add(id);
+  expect(await waitUntil(() => session.injected.length === 1, 5000)).toBe(true);
+  const batch = session.injected[0]!;
+  expect(batch.behavior).toBe("follow_up");
+  expect(batch.text.startsWith("[MCP events · batch ")).toBe(true);
+  for (const id of ["a-1", "a-2", "a-3"]) {
+    expect(batch.text).toContain(id);
+    expect(batch.logAtInject).toContain(`"eventId":"${id}"`);
+  }
+  coalescer.stop();
+});
+
+test("follow-ups are held while a run is in flight and released after it", async () => {
+  const { session, add, coalescer } = await setup();
+  session.state = "running";
+  add("held-1");
+  add("held-2");
+  // Nothing goes in while busy (the settle timer is 0 ms here: give it a few turns to misbehave).
+  await Bun.sleep(100);
+  expect(session.injected).toHaveLength(0);
+  session.state = "idle";
+  session.settle([], []);
+  expect(await waitUntil(() => session.injected.length === 1, 5000)).toBe(true);
+  expect(session.injected[0]!.text).toContain("held-1");
+  expect(session.injected[0]!.text).toContain("held-2");
+  coalescer.stop();
+});
+
+test("steer events go in even while a run is in flight", async () => {
+  const { session, add, coalescer } = await setup();
+  session.state = "running";
+  add("steer-1", "steer");
+  expect(await waitUntil(() => session.injected.length === 1, 5000)).toBe(true);
+  expect(session.injected[0]!.behavior).toBe("steer");
+  coalescer.stop();
+});
+
+test("a delivered tag leaves the queue durably; a returned one is injected again", async () => {
+  const { session, add, store, coalescer, logFile } = await setup();
+  add("d-1");
+  expect(await waitUntil(() => session.injected.length === 1, 5000)).toBe(true);
+  session.settle([], [session.injected[0]!.tag], "failed");
+  expect(await waitUntil(() => session.injected.length === 2, 5000)).toBe(true);
+  expect(session.injected[1]!.text).toContain("d-1");
+  expect(session.injected[1]!.tag).not.toBe(session.injected[0]!.tag);
+  session.settle([session.injected[1]!.tag], []);
+  expect(await waitUntil(() => store.pendingCount === 0, 5000)).toBe(true);
+  await store.commit();
+  expect(readFileSync(logFile, "utf8")).toContain('{"done":[1]}');
+  coalescer.stop();
+});
+
+test(`an event returned ${MAX_ATTEMPTS} times is dropped and reported`, async () => {
+  const { session, add, store, dropped, coalescer } = await setup();
+  add("poison");
+  for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+    expect(await waitUntil(() => session.injected.length === attempt, 5000)).toBe(true);
+    session.settle([], [session.injected[attempt - 1]!.tag], "failed");
+  }
+  expect(await waitUntil(() => dropped.length === 1, 5000)).toBe(true);
+  expect(dropped).toEqual(["poison"]);
+  expect(store.pendingCount).toBe(0);
+  await Bun.sleep(50);
+  expect(session.injected).toHaveLength(MAX_ATTEMPTS);
+  coalescer.stop();
+});
+
+test(`a batch carries at most ${MAX_BATCH} events; the rest follow in the next`, async () => {
+  const { session, add, coalescer } = await setup();
+  for (let i = 0; i < MAX_BATCH + 7; i++) add(`many-${i}`);
+  expect(await waitUntil(() => session.injected.length === 2, 5000)).toBe(true);
+  expect(session.injected[0]!.text).toContain(`many-${MAX_BATCH - 1}"`);
+  expect(session.injected[0]!.text).not.toContain(`many-${MAX_BATCH}"`);
+  expect(session.injected[1]!.text).toContain(`many-${MAX_BATCH + 6}"`);
+  coalescer.stop();
+});
+
+test("after stop nothing more is injected", async () => {
+  const { session, add, coalescer } = await setup(200);
+  add("late-1");
+  coalescer.stop();
+  await Bun.sleep(400);
+  expect(session.injected).toHaveLength(0);
+});

@@ -1,0 +1,103 @@
+import { describe, expect, test } from "bun:test";
+import { adoptCursor, backoffMs, nextPollDelayMs, parsePollResult } from "../../../src/serve/events/pure/poll-rules.ts";
+
+describe("parsePollResult", () => {
+  test("a full result", () => {
+    const event = { eventId: "e1", name: "n", timestamp: "2026-01-01T00:00:00Z", data: {} };
+    expect(parsePollResult({ events: [event], cursor: "c9", hasMore: true, truncated: true, nextPollMs: 5000 })).toEqual({
+      events: [event],
+      cursor: "c9",
+      hasMore: true,
+      truncated: true,
+      nextPollMs: 5000,
+      skipped: 0,
+    });
+  });
+
+  test("only `events` is required; the rest default", () => {
+    expect(parsePollResult({ events: [] })).toEqual({ events: [], cursor: null, hasMore: false, truncated: false, nextPollMs: null, skipped: 0 });
+    expect(parsePollResult({ events: [], cursor: 42, hasMore: "yes", truncated: 1, nextPollMs: -5 })).toMatchObject({
+      cursor: null,
+      hasMore: false,
+      truncated: false,
+      nextPollMs: null,
+    });
+    for (const nextPollMs of [Number.NaN, Number.POSITIVE_INFINITY, "1000", null]) {
+      expect(parsePollResult({ events: [], nextPollMs })).toMatchObject({ nextPollMs: null });
+    }
+    expect(parsePollResult({ events: [], nextPollMs: 0 })).toMatchObject({ nextPollMs: 0 });
+    expect(parsePollResult({ events: [], resultType: "complete", extra: true })).toMatchObject({ events: [] });
+  });
+
+  test("a missing or non-array `events`, or a non-object result, is an error", () => {
+    for (const bad of [{}, { events: null }, { events: {} }, { events: "[]" }, null, [], "x", 3]) {
+      expect(parsePollResult(bad)).toHaveProperty("error");
+    }
+  });
+
+  test("non-object events are skipped and counted", () => {
+    const page = parsePollResult({ events: [1, { eventId: "a" }, null, "s", [], { eventId: "b" }] });
+    expect(page).toMatchObject({ events: [{ eventId: "a" }, { eventId: "b" }], skipped: 4 });
+  });
+
+  test("more than 10,000 events is refused", () => {
+    expect(parsePollResult({ events: new Array(10_000).fill({}) })).not.toHaveProperty("error");
+    expect(parsePollResult({ events: new Array(10_001).fill({}) })).toHaveProperty("error");
+  });
+});
+
+describe("nextPollDelayMs", () => {
+  const floorMs = 1000;
+  test("hasMore with new events polls at once", () => {
+    expect(nextPollDelayMs({ hasMore: true, newEvents: 3, nextPollMs: 60_000, floorMs })).toBe(0);
+  });
+
+  test("hasMore with nothing new (empty, or only duplicates) waits the floor, never 0", () => {
+    expect(nextPollDelayMs({ hasMore: true, newEvents: 0, nextPollMs: 60_000, floorMs })).toBe(floorMs);
+    expect(nextPollDelayMs({ hasMore: true, newEvents: 0, nextPollMs: 0, floorMs })).toBe(floorMs);
+  });
+
+  test("otherwise nextPollMs, defaulting to 30 s, never below the floor", () => {
+    expect(nextPollDelayMs({ hasMore: false, newEvents: 5, nextPollMs: 5000, floorMs })).toBe(5000);
+    expect(nextPollDelayMs({ hasMore: false, newEvents: 0, nextPollMs: null, floorMs })).toBe(30_000);
+    expect(nextPollDelayMs({ hasMore: false, newEvents: 0, nextPollMs: null, floorMs, defaultMs: 7000 })).toBe(7000);
+    expect(nextPollDelayMs({ hasMore: false, newEvents: 0, nextPollMs: 10, floorMs })).toBe(floorMs);
+    expect(nextPollDelayMs({ hasMore: false, newEvents: 0, nextPollMs: 0, floorMs })).toBe(floorMs);
+  });
+
+  test("an absurd nextPollMs is capped (a timer past 2^31 ms would fire at once)", () => {
+    expect(nextPollDelayMs({ hasMore: false, newEvents: 0, nextPollMs: 1e15, floorMs })).toBeLessThan(2 ** 31);
+  });
+});
+
+describe("adoptCursor", () => {
+  test("every string replaces; null, absent and garbage keep the current cursor", () => {
+    expect(adoptCursor("c1", "c2")).toBe("c2");
+    expect(adoptCursor(null, "c2")).toBe("c2");
+    expect(adoptCursor("c1", "")).toBe("");
+    expect(adoptCursor("c1", null)).toBe("c1");
+    expect(adoptCursor("c1", undefined)).toBe("c1");
+    expect(adoptCursor(null, null)).toBeNull();
+  });
+
+  test("never invents one from something that is not a cursor", () => {
+    for (const garbage of [7, { cursor: "x" }, ["c"], true]) {
+      expect(adoptCursor(null, garbage)).toBeNull();
+      expect(adoptCursor("keep", garbage)).toBe("keep");
+    }
+  });
+});
+
+describe("backoffMs", () => {
+  test("1 s doubling from attempt 0, capped", () => {
+    expect([0, 1, 2, 3, 4, 5, 6, 7].map((a) => backoffMs(a, 60_000))).toEqual([1000, 2000, 4000, 8000, 16_000, 32_000, 60_000, 60_000]);
+    expect(backoffMs(3, 5000)).toBe(5000);
+  });
+
+  test("safe for huge, negative and non-finite attempts", () => {
+    expect(backoffMs(1e9, 30_000)).toBe(30_000);
+    expect(backoffMs(Number.POSITIVE_INFINITY, 30_000)).toBe(30_000);
+    expect(backoffMs(-4, 30_000)).toBe(1000);
+    expect(backoffMs(Number.NaN, 30_000)).toBe(1000);
+  });
+});
