@@ -38,6 +38,7 @@ export interface EventsFixtureEnv {
   MCP_FIXTURE_NESTED_DURING?: "poll" | "stream";
   MCP_FIXTURE_EVENTS_DOWN?: boolean;
   MCP_FIXTURE_GARBAGE_STDOUT?: boolean;
+  MCP_FIXTURE_IGNORE_CANCEL?: boolean;
 }
 
 export interface FixtureState {

@@ -61,6 +61,8 @@ export const TUNING_KNOBS = {
   runtimeTtlMs: { env: "VIGIL_EVENTS_RUNTIME_TTL_MS", default: 7 * DAY, min: 1, max: 365 * DAY },
   /** Notifications buffered per push stream before drain-then-resume. */
   streamBuffer: { env: "VIGIL_EVENTS_STREAM_BUFFER", default: 256, min: 1, max: 1_000_000 },
+  /** Long poll: sent as `timeoutMs` on every events/poll (servers without long poll ignore it). 0 = off. */
+  longPollMs: { env: "VIGIL_EVENTS_LONG_POLL_MS", default: 0, min: 0, max: 10 * MINUTE },
   /** Deadline for one JWKS fetch (headers and body). */
   jwksTimeoutMs: { env: "VIGIL_EVENTS_JWKS_TIMEOUT_MS", default: 5000, min: 1, max: 10 * MINUTE },
 } as const satisfies Record<string, Knob>;

@@ -11,7 +11,9 @@ import type { Injection, RunSettled, SessionState } from "../../../src/serve/ses
 import { tmpDir, waitUntil } from "../../helpers/fixture.ts";
 
 const dirs: { cleanup(): void }[] = [];
-afterEach(() => {
+const stores: EventsStore[] = [];
+afterEach(async () => {
+  for (const s of stores.splice(0)) await s.close().catch(() => {});
   for (const d of dirs.splice(0)) d.cleanup();
 });
 
@@ -43,6 +45,7 @@ async function setup(windowMs = 0) {
   const dir = tmpDir("vigil-coalescer");
   dirs.push(dir);
   const store = await EventsStore.open(dir.path, { maxPending: 1000, maxPendingBytes: 16 * 1024 * 1024 });
+  stores.push(store);
   const session = new FakeSession(join(dir.path, "mcp-events.log"));
   const dropped: string[] = [];
   const coalescer = new Coalescer(session, store, windowMs, (entry) => dropped.push(String((entry.event as { eventId?: string }).eventId)));

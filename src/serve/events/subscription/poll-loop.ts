@@ -31,6 +31,8 @@ export async function runPoll(host: SubscriptionHost, sub: Subscription, signal:
       maxEvents: MAX_EVENTS_PER_POLL,
     };
     if (sub.spec.max_age_ms !== undefined) params.maxAgeMs = sub.spec.max_age_ms;
+    // Long poll only with a cursor: a null-cursor poll just bootstraps and returns at once.
+    if (host.tuning.longPollMs > 0 && sub.cursor !== null) params.timeoutMs = host.tuning.longPollMs;
     const raw = await wire.poll(params, signal);
     if (signal.aborted) return;
     const page = parsePollResult(raw);

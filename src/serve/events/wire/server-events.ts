@@ -116,9 +116,10 @@ export class ServerEvents {
     this.generation++;
   }
 
-  /** One `events/poll`; the raw result (validated by the caller). */
+  /** One `events/poll`; the raw result (validated by the caller). A long poll's request timeout sits above its hold time. */
   poll(params: Record<string, unknown>, signal?: AbortSignal): Promise<Record<string, unknown>> {
-    return this.request(this.connection(), "events/poll", params, signal);
+    const hold = typeof params.timeoutMs === "number" ? params.timeoutMs : 0;
+    return this.request(this.connection(), "events/poll", params, signal, RPC_TIMEOUT_MS + hold);
   }
 
   /**
@@ -156,9 +157,15 @@ export class ServerEvents {
     return this.streams.size;
   }
 
-  private async request(client: Client, method: string, params: Record<string, unknown>, signal?: AbortSignal): Promise<Record<string, unknown>> {
+  private async request(
+    client: Client,
+    method: string,
+    params: Record<string, unknown>,
+    signal?: AbortSignal,
+    timeout = RPC_TIMEOUT_MS,
+  ): Promise<Record<string, unknown>> {
     try {
-      const result = await client.request({ method, params }, ResultSchema, { timeout: RPC_TIMEOUT_MS, ...(signal ? { signal } : {}) });
+      const result = await client.request({ method, params }, ResultSchema, { timeout, ...(signal ? { signal } : {}) });
       return result as Record<string, unknown>;
     } catch (e) {
       if (e instanceof McpError) throw new EventsRpcError(e.code, stripPrefix(e.message), e.data);
