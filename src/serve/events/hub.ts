@@ -158,6 +158,36 @@ export class EventsHub implements SubscriptionHost {
 
   gap(sub: Subscription, notice: GapNotice & { dropped_id?: string }): boolean {
     const { dropped_id: droppedId, ...gap } = notice;
+    // An over-cap event replayed after a reconnect is the same loss: told once, like any duplicate.
+    const oversizedId = gap.reason === "oversized" ? gap.eventId : null;
+    if (oversizedId !== null && sub.dedup.has(oversizedId)) {
+      sub.duplicates++;
+      return true;
+    }
+    const action = sub.spec.action;
+    const toModel = action !== "notify" && !(droppedId !== undefined && this.droppedSeen.includes(droppedId));
+    if (toModel) {
+      const { spec } = sub;
+      const added = this.store.tryAdd({
+        action: action as "follow_up" | "steer",
+        server: spec.server,
+        name: spec.name,
+        arguments: spec.arguments,
+        ...(spec.instructions !== undefined ? { instructions: spec.instructions } : {}),
+        event: gap,
+      });
+      // Full: nothing is recorded, so the same notice can be offered again.
+      if (added === null) return false;
+      this.coalescer.kick();
+      if (droppedId !== undefined) {
+        this.droppedSeen.push(droppedId);
+        if (this.droppedSeen.length > DROPPED_MEMORY) this.droppedSeen.shift();
+      }
+    }
+    if (oversizedId !== null) {
+      sub.dedup.add(oversizedId);
+      this.store.setSubscription(sub.key, this.record(sub));
+    }
     this.status(sub, {
       kind: "gap",
       cursor: gap.cursor,
@@ -165,26 +195,9 @@ export class EventsHub implements SubscriptionHost {
       event_id: gap.eventId,
       ...(gap.possibly_not_an_event === true ? { possibly_not_an_event: true } : {}),
     });
-    const action = sub.spec.action;
-    if (action === "notify") return true;
-    if (droppedId !== undefined) {
-      if (this.droppedSeen.includes(droppedId)) return true;
-      this.droppedSeen.push(droppedId);
-      if (this.droppedSeen.length > DROPPED_MEMORY) this.droppedSeen.shift();
-    }
-    const { spec } = sub;
-    const added = this.store.tryAdd({
-      action,
-      server: spec.server,
-      name: spec.name,
-      arguments: spec.arguments,
-      ...(spec.instructions !== undefined ? { instructions: spec.instructions } : {}),
-      event: gap,
-    });
-    if (added === null) return false;
-    this.coalescer.kick();
     return true;
   }
+
 
   status(sub: Subscription, detail: McpEventStatusDetail): void {
     this.session.emit(mcpEventStatusFrame({ server: sub.spec.server, name: sub.spec.name, arguments: sub.spec.arguments }, detail));

@@ -54,6 +54,9 @@ export async function runPoll(host: SubscriptionHost, sub: Subscription, signal:
     }
     if (full) {
       host.status(sub, { kind: "error", error: "the pending queue is full; holding the cursor until the model catches up", retry_in_ms: holdMs });
+      // What the page did fit is queued (and shown to clients): store it now rather than whenever
+      // the queue drains. The cursor stays put either way, so a failure here loses nothing.
+      await host.commit().catch(() => {});
       await abortableSleep(holdMs, signal);
       continue;
     }
