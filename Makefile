@@ -26,7 +26,7 @@ demo: build ## wrap the example server with the example policy and show the evid
 	$(BUN) scripts/demo.ts
 
 test: build ## run every test suite (unit, integration, e2e against dist/vigil)
-	$(BUN) test $(if $(VIGIL_JUNIT),--reporter=junit --reporter-outfile=$(VIGIL_JUNIT))
+	$(BUN) test --timeout 30000 $(if $(VIGIL_JUNIT),--reporter=junit --reporter-outfile=$(VIGIL_JUNIT))
 
 typecheck: install ## type-check src, test, scripts and bench
 	$(BUN) x tsc --noEmit -p .

@@ -10,4 +10,5 @@ process.env.HOME = home;
 process.env.XDG_STATE_HOME = join(home, ".local/state");
 process.env.XDG_CONFIG_HOME = join(home, ".config");
 process.env.NO_COLOR = "1";
+// Covers the first test file only (Bun scopes it per file): `make test` passes --timeout 30000 for all.
 setDefaultTimeout(30_000);

@@ -13,15 +13,7 @@
  */
 import type { ChatMessage } from "../models/types.ts";
 import type { Command, CommandName } from "../protocol/commands.ts";
-import {
-  PROTOCOL_VERSION,
-  type FrameBody,
-  type ResponseFrame,
-  errorResponse,
-  okResponse,
-  runEndFrame,
-  runStartFrame,
-} from "../protocol/frames.ts";
+import { PROTOCOL_VERSION, type FrameBody, type ResponseFrame, errorResponse, okResponse, runEndFrame, runStartFrame } from "../protocol/frames.ts";
 import { Transcript, type ReadSinceResult } from "../state/transcript.ts";
 import { errorMessage } from "../../shared/errors.ts";
 import { FrameLog } from "./frame-log.ts";
@@ -106,7 +98,7 @@ export class Session {
     return this.run?.id ?? null;
   }
 
-  /** When the last command, injection or frame happened (ms since the epoch, from `now`). */
+  /** When the last command, injection or run frame happened (ms since the epoch, from `now`). */
   get lastActivity(): number {
     return this.activity;
   }
@@ -150,10 +142,14 @@ export class Session {
     return this.transcript.readSince(since, limit === undefined ? {} : { limit });
   }
 
-  /** Stores and broadcasts a frame that is not part of a run (e.g. `mcp_event`, `mcp_event_status`). */
+  /** Stores and broadcasts a frame that is not part of a run (`mcp_event`, `mcp_event_status`). */
   emit(frame: FrameBody): number | null {
     if (this.closed) return null;
-    return this.store(frame)?.seq ?? null;
+    // Not client activity: a subscription retrying must not keep a session from the reaper.
+    const activity = this.activity;
+    const seq = this.store(frame)?.seq ?? null;
+    this.activity = activity;
+    return seq;
   }
 
   /** Answers one command with exactly one `response`, which is also stored and broadcast. */
