@@ -385,6 +385,37 @@ describe("MCP events: server dialects", () => {
 });
 
 describe("MCP events: transports and outages", () => {
+  // vigil's sessions take no server-initiated requests (no elicitation or sampling): a request a
+  // server raises during events/poll is answered with an error at once, never left hanging.
+  test.each(["http", "stdio"] as const)("over %s a nested request during events/poll is refused, not ignored, and polling goes on", async (transport) => {
+    const fixtureEnv: EventsFixtureEnv = { MCP_FIXTURE_NESTED_DURING: "poll" };
+    const entry = transport === "stdio" ? eventsFixtureStdio({ cleanups, env: fixtureEnv }) : null;
+    const env = await eventsEnvironment(cleanups, {
+      fixtureEnv: entry === null ? fixtureEnv : false,
+      servers: (fx) => [entry === null ? httpServer(fx!, "tickets", [{ name: "build.finished" }]) : stdioServer(entry, "tickets", [{ name: "build.finished" }])],
+    });
+    const serve = StdioServe.start(cleanups, env);
+    const fx = entry === null ? env.fixture! : await waitControl(entry.controlFile, { cleanups });
+    await serve.until(subscribedTo("build.finished"));
+    const state = await waitFor("the nested answer", () => fx.state(), (s) => s.nested_answers.length >= 1);
+    expect(state.nested_answers[0]).toMatchObject({ id: "nested-1", error: { code: -32601 } });
+    await fx.control("emit", { name: "build.finished", event_id: "n-1" });
+    await waitRuns(env.model, "n-1");
+  });
+
+  test("a slow server does not hold up another server's subscription", async () => {
+    const slow = await startEventsFixture({ env: { MCP_FIXTURE_LIST_DELAY_MS: 8000 }, cleanups });
+    const env = await eventsEnvironment(cleanups, {
+      servers: (fx) => [httpServer(slow, "slow", [{ name: "build.finished" }]), httpServer(fx!, "fast", [{ name: "build.finished" }])],
+    });
+    const serve = StdioServe.start(cleanups, env);
+    await serve.until((f) => subscribedTo("build.finished")(f) && f.server === "fast");
+    await env.fixture!.control("emit", { name: "build.finished", event_id: "fast-1" });
+    await waitRuns(env.model, "fast-1");
+    // The slow server's discovery is still in flight: nothing of it was needed for the fast one.
+    expect(serve.count((f) => f.type === "mcp_event_status" && f.server === "slow" && f.kind === "subscribed")).toBe(0);
+  });
+
   test("over stdio (vigil starts the server) a polled event reaches the model", async () => {
     const entry = eventsFixtureStdio({ cleanups });
     const env = await eventsEnvironment(cleanups, {
