@@ -403,6 +403,24 @@ describe("MCP events: transports and outages", () => {
     await waitRuns(env.model, "n-1");
   });
 
+  test("a transient outage after the subscription was up retries from the held cursor and tells the model nothing was missed", async () => {
+    const env = await eventsEnvironment(cleanups, {
+      servers: (fx) => [httpServer(fx!, "tickets", [{ name: "build.finished" }])],
+    });
+    const serve = StdioServe.start(cleanups, env);
+    await serve.until(subscribedTo("build.finished"));
+    await env.fixture!.control("events_down", { down: true });
+    await serve.until(isStatus("error"));
+    // Emitted while polls fail: the held cursor brings it back once the server answers again.
+    await env.fixture!.control("emit", { name: "build.finished", event_id: "out-1" });
+    await env.fixture!.control("events_down", { down: false });
+    await waitRuns(env.model, "out-1");
+    expect(runsFor(env.model, "out-1")).toBe(1);
+    expect(serve.count(isStatus("resubscribed"))).toBe(0);
+    expect(serve.count(isStatus("gap"))).toBe(0);
+    expect(runText(env, "out-1")).not.toContain("[gap]");
+  });
+
   test("a slow server does not hold up another server's subscription", async () => {
     const slow = await startEventsFixture({ env: { MCP_FIXTURE_LIST_DELAY_MS: 8000 }, cleanups });
     const env = await eventsEnvironment(cleanups, {

@@ -51,6 +51,7 @@ export class Subscription {
   /** Has been up (first successful poll page or stream notification) since it last (re)started. */
   up = false;
   private everUp = false;
+  private endedSinceUp = false;
   private upSince: number | null = null;
   private rediscoveries = 0;
   private readonly controller = new AbortController();
@@ -100,8 +101,11 @@ export class Subscription {
     if (this.up) return;
     this.up = true;
     this.upSince = this.now();
-    const comeback = this.everUp;
+    // Back after the server ended it: events may have been missed. Back after a transient failure
+    // (the cursor held): just up again.
+    const comeback = this.everUp && this.endedSinceUp;
     this.everUp = true;
+    this.endedSinceUp = false;
     this.state = "active";
     this.refused = false;
     this.lastError = null;
@@ -208,7 +212,10 @@ export class Subscription {
   private next(v: ReturnType<Subscription["judge"]>, attempt: number): number | null {
     const t = this.host.tuning;
     this.lastError = v.message;
-    if (v.ended && v.error !== null) this.host.status(this, { kind: "terminated", error: v.error });
+    if (v.ended && v.error !== null) {
+      this.endedSinceUp = true;
+      this.host.status(this, { kind: "terminated", error: v.error });
+    }
     if (v.rediscover) {
       if (this.upSince !== null && this.now() - this.upSince >= t.healthyMs) this.rediscoveries = 0;
       if (this.rediscoveries < MAX_REDISCOVERIES) {
