@@ -42,8 +42,14 @@ export interface StdioModeOptions {
 export async function runStdioMode(app: ServeApp, options: StdioModeOptions): Promise<number> {
   let end!: (e: Ending) => void;
   const ended = new Promise<Ending>((resolve) => (end = resolve));
+  // A signal after EOF (while the run in flight finishes) must still end us promptly.
+  let signalled!: (signo: number) => void;
+  const signal = new Promise<number>((resolve) => (signalled = resolve));
   const handlers = Object.entries(HANDLED_SIGNALS).map(([name, signo]) => {
-    const handler = () => end({ kind: "signal", signo });
+    const handler = () => {
+      end({ kind: "signal", signo });
+      signalled(signo);
+    };
     process.on(name, handler);
     return () => process.off(name, handler);
   });
@@ -59,9 +65,12 @@ export async function runStdioMode(app: ServeApp, options: StdioModeOptions): Pr
     const unsubscribe = session.subscribe((_record, json) => out.push(`${json}\n`));
     const input = pumpCommands(options.stdin ?? Bun.stdin.stream(), session, out, end);
 
-    const ending = await ended;
+    let ending = await ended;
     input.stop();
-    if (ending.kind === "eof") await waitIdle(session, runBoundMs(app.config));
+    if (ending.kind === "eof") {
+      const late = await Promise.race([waitIdle(session, runBoundMs(app.config)).then(() => null), signal]);
+      if (late !== null) ending = { kind: "signal", signo: late };
+    }
     await app.shutdown();
     unsubscribe();
     await within(out.close(), FLUSH_ON_EXIT_MS);

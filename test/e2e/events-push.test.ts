@@ -299,6 +299,31 @@ describe("MCP events: push", () => {
     expect(notice).toContain("`ticket.updated` on `tickets`");
   });
 
+  // Each HTTP push stream holds one of the process's fetch slots for its lifetime: past the
+  // budget, subscriptions poll where the event offers it, so model and tool calls keep a slot.
+  test("past VIGIL_EVENTS_MAX_HTTP_STREAMS, a negotiated subscription polls and a forced push is refused until a slot frees", async () => {
+    const env = await eventsEnvironment(cleanups, {
+      knobs: { VIGIL_EVENTS_MAX_HTTP_STREAMS: "1" },
+      servers: (fx) => [httpServer(fx!, "tickets", [])],
+    });
+    const serve = StdioServe.start(cleanups, env);
+    const subscribe = (id: string, project: string, delivery?: string) =>
+      serve.command({ type: "mcp_events_subscribe", id, server: "tickets", name: TICKETS, arguments: { project }, ...(delivery ? { delivery } : {}) });
+    expect((await subscribe("a", "a")).data).toMatchObject({ delivery: "push", state: "active" });
+    expect((await subscribe("b", "b")).data).toMatchObject({ delivery: "poll", state: "active" });
+    const forced = await subscribe("c", "c", "push");
+    expect(forced.success).toBe(false);
+    expect(forced.error?.message).toContain("VIGIL_EVENTS_MAX_HTTP_STREAMS");
+    await env.fixture!.control("emit", { project: "a", event_id: "slot-a" });
+    await env.fixture!.control("emit", { project: "b", event_id: "slot-b" });
+    await waitRuns(env.model, attr("slot-a"));
+    await waitRuns(env.model, attr("slot-b"));
+    // The slot frees with the stream: a forced push then comes up.
+    expect((await serve.command({ type: "mcp_events_unsubscribe", id: "u", server: "tickets", name: TICKETS, arguments: { project: "a" } })).success).toBe(true);
+    expect((await subscribe("c2", "c", "push")).data).toMatchObject({ delivery: "push", state: "active" });
+    expect((await env.fixture!.state()).streams_open).toBe(1);
+  });
+
   test("mcp_events commands are answered while a run is in flight", async () => {
     const env = await eventsEnvironment(cleanups, { servers: (fx) => [httpServer(fx!, "tickets", [])] });
     const serve = StdioServe.start(cleanups, env);

@@ -171,6 +171,21 @@ describe("vigil serve (stdio)", () => {
     expect(await waitUntil(() => !groupAlive(group.pgrp), 5000)).toBe(true);
   });
 
+  test("SIGTERM after EOF, while the run in flight is finishing, still aborts it and exits 143", async () => {
+    const s = await start();
+    const group = await serverGroup(s);
+    s.model.script([{ stall: true }]);
+    s.client.send({ type: "prompt", id: "p1", message: "wait forever" });
+    await framesUntil(s.client, (f) => f.type === "run_start");
+    await s.model.waitForRequests(1, 10_000);
+    s.client.closeStdin();
+    process.kill(s.client.pid, "SIGTERM");
+    const rest = await framesUntil(s.client, isRunEnd);
+    expect(rest.at(-1)).toMatchObject({ type: "run_end", status: "aborted" });
+    expect((await s.client.exited(15_000)).code).toBe(143);
+    expect(await waitUntil(() => !groupAlive(group.pgrp), 5000)).toBe(true);
+  });
+
   test("SIGTERM aborts the run, exits 143 and leaves no process of the server's group", async () => {
     const s = await start();
     const group = await serverGroup(s);

@@ -61,6 +61,12 @@ export const TUNING_KNOBS = {
   runtimeTtlMs: { env: "VIGIL_EVENTS_RUNTIME_TTL_MS", default: 7 * DAY, min: 1, max: 365 * DAY },
   /** Notifications buffered per push stream before drain-then-resume. */
   streamBuffer: { env: "VIGIL_EVENTS_STREAM_BUFFER", default: 256, min: 1, max: 1_000_000 },
+  /**
+   * Push streams open at once over streamable HTTP, process-wide. Each holds one of Bun's fetch
+   * slots (256 per process unless BUN_CONFIG_MAX_HTTP_REQUESTS raises it) for its lifetime; past
+   * this, subscriptions use poll where offered, so model calls and tool calls always find a slot.
+   */
+  maxHttpStreams: { env: "VIGIL_EVENTS_MAX_HTTP_STREAMS", default: 128, min: 1, max: 100_000 },
   /** Long poll: sent as `timeoutMs` on every events/poll (servers without long poll ignore it). 0 = off. */
   longPollMs: { env: "VIGIL_EVENTS_LONG_POLL_MS", default: 0, min: 0, max: 10 * MINUTE },
   /** Deadline for one JWKS fetch (headers and body). */

@@ -50,6 +50,8 @@ export class EventsHub implements SubscriptionHost {
   private readonly coalescer: Coalescer;
   private readonly unsubscribedConfigured = new Set<string>();
   private readonly droppedSeen: string[] = [];
+  /** Subscriptions whose dedup window changed since the last commit. */
+  private readonly dirty = new Set<Subscription>();
   private readonly offFrames: () => void;
   private closing: Promise<void> | null = null;
 
@@ -143,7 +145,7 @@ export class EventsHub implements SubscriptionHost {
       this.coalescer.kick();
     }
     if (id !== null) sub.dedup.add(id);
-    this.store.setSubscription(sub.key, this.record(sub));
+    this.dirty.add(sub);
     sub.delivered++;
     this.session.emit(mcpEventFrame({
       server: spec.server,
@@ -186,7 +188,7 @@ export class EventsHub implements SubscriptionHost {
     }
     if (oversizedId !== null) {
       sub.dedup.add(oversizedId);
-      this.store.setSubscription(sub.key, this.record(sub));
+      this.dirty.add(sub);
     }
     this.status(sub, {
       kind: "gap",
@@ -204,10 +206,12 @@ export class EventsHub implements SubscriptionHost {
   }
 
   commit(): Promise<void> {
+    this.flushDirty();
     return this.store.commit();
   }
 
   persist(sub: Subscription): void {
+    this.dirty.delete(sub);
     this.store.setSubscription(sub.key, this.record(sub));
     this.store.scheduleCommit();
   }
@@ -251,6 +255,7 @@ export class EventsHub implements SubscriptionHost {
       await this.stopSubscriptions();
       this.coalescer.stop();
       this.offFrames();
+      this.flushDirty();
       try {
         await this.store.close();
       } catch (e) {
@@ -258,6 +263,15 @@ export class EventsHub implements SubscriptionHost {
       }
     })();
     return this.closing;
+  }
+
+  /**
+   * Hands the dedup windows changed since the last commit to the store: once per page or run of
+   * notifications, not once per event (a record copies up to 1024 ids).
+   */
+  private flushDirty(): void {
+    for (const sub of this.dirty) if (this.subs.get(sub.key) === sub) this.store.setSubscription(sub.key, this.record(sub));
+    this.dirty.clear();
   }
 
   private hasRuntimeRecords(): boolean {

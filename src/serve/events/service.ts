@@ -20,7 +20,7 @@ import { isValidSessionName } from "../state/paths.ts";
 import { EventsHub, type HubServices, type HubSession } from "./hub.ts";
 import { EventsStore } from "./store/events-store.ts";
 import type { SubscriptionSpec } from "./types.ts";
-import { ServerEvents } from "./wire/server-events.ts";
+import { ServerEvents, type StreamBudget } from "./wire/server-events.ts";
 
 export const DEFAULT_EVENTS_SESSION = "mcp-events";
 
@@ -41,6 +41,7 @@ export class EventsService implements HubServices {
   readonly canWebhook = false;
   readonly owner: string;
   private readonly wires = new Map<string, ServerEvents>();
+  private readonly streamBudget: StreamBudget;
   private readonly hubs = new Map<string, EventsHub>();
   private readonly now: () => number;
 
@@ -48,6 +49,7 @@ export class EventsService implements HubServices {
     this.tuning = o.tuning;
     this.owner = o.owner;
     this.now = o.now ?? Date.now;
+    this.streamBudget = { open: 0, max: o.tuning.maxHttpStreams };
   }
 
   /** Any configured subscription exists (the daemon then starts the owner session at boot). */
@@ -58,7 +60,7 @@ export class EventsService implements HubServices {
   wire(server: string): ServerEvents {
     let wire = this.wires.get(server);
     if (wire === undefined) {
-      wire = new ServerEvents(this.o.pool, server);
+      wire = new ServerEvents(this.o.pool, server, this.streamBudget);
       this.wires.set(server, wire);
     }
     return wire;

@@ -30,6 +30,7 @@ describe("serve tuning knobs", () => {
       maxRestoredSessions: 32,
       runtimeTtlMs: 604800000,
       streamBuffer: 256,
+      maxHttpStreams: 128,
       longPollMs: 0,
       jwksTimeoutMs: 5000,
     });

@@ -182,7 +182,12 @@ export class Subscription {
       const offered = events.map((d) => d.name).slice(0, 20).join(", ") || "none";
       throw new EventsRefused(`MCP server ${JSON.stringify(this.spec.server)} offers no event ${JSON.stringify(this.spec.name)} (it offers: ${offered})`);
     }
-    const choice = chooseDeliveryMode(descriptor.delivery, this.spec.delivery, { webhook: this.host.canWebhook, push: true });
+    const canStream = wire.canStream;
+    if (this.spec.delivery === "push" && !canStream) {
+      // Transient: a stream slot frees up when another subscription ends.
+      throw new EventsRpcError(-32603, "no push stream slot is free over HTTP (VIGIL_EVENTS_MAX_HTTP_STREAMS)");
+    }
+    const choice = chooseDeliveryMode(descriptor.delivery, this.spec.delivery, { webhook: this.host.canWebhook, push: canStream });
     if ("error" in choice) throw new EventsRefused(choice.error);
     if (choice.mode === "webhook") throw new EventsRefused("webhook delivery is not available in this version of vigil serve");
     this.mode = choice.mode;

@@ -38,6 +38,12 @@ export interface EventDescriptor {
   [key: string]: unknown;
 }
 
+/** Push streams over HTTP open in this process, and how many may be (VIGIL_EVENTS_MAX_HTTP_STREAMS). */
+export interface StreamBudget {
+  open: number;
+  readonly max: number;
+}
+
 /** A refusal decided here, before anything is sent (unknown server, no extension, no config). */
 export class EventsRefused extends Error {
   readonly permanent = true;
@@ -54,7 +60,17 @@ export class ServerEvents {
   constructor(
     private readonly pool: McpServerPool,
     readonly server: string,
+    private readonly budget: StreamBudget = { open: 0, max: Number.POSITIVE_INFINITY },
   ) {}
+
+  /** Over streamable HTTP each stream holds a fetch slot: false once the process-wide budget is spent. */
+  get canStream(): boolean {
+    return !this.overHttp || this.budget.open < this.budget.max;
+  }
+
+  private get overHttp(): boolean {
+    return this.pool.serverConfig(this.server)?.transport === "http";
+  }
 
   /** Whether the config opts this server in (an `events` entry, possibly empty). */
   get configured(): boolean {
@@ -128,9 +144,15 @@ export class ServerEvents {
    */
   openStream(params: Record<string, unknown>, capacity: number): PushStream {
     const client = this.connection();
+    const counted = this.overHttp;
+    if (counted && this.budget.open >= this.budget.max) {
+      throw new EventsRpcError(-32603, `${this.budget.max} push streams are open over HTTP (VIGIL_EVENTS_MAX_HTTP_STREAMS; raise it together with BUN_CONFIG_MAX_HTTP_REQUESTS)`);
+    }
+    if (counted) this.budget.open++;
     const controller = new AbortController();
     let id: string | null = null;
     const stream = new PushStream(capacity, () => {
+      if (counted) this.budget.open--;
       if (id !== null && this.streams.get(id) === stream) this.streams.delete(id);
       if (!controller.signal.aborted) controller.abort(new Error("stream closed by vigil"));
     });
