@@ -825,7 +825,8 @@ async function idleMemory(delivery: Delivery, k: number, knob: string | null): P
   try {
     fixture = await startHttpFixture({ MCP_FIXTURE_NEXT_POLL_MS: String(IDLE_NEXT_POLL_MS) });
     const config = vigilConfig(dir, model.url, { name: "tickets", transport: "http", url: fixture.mcpUrl, events: [] });
-    d = await startDaemon(dir, config, knob === null ? {} : { BUN_CONFIG_MAX_HTTP_REQUESTS: knob });
+    // Raising Bun's fetch limit also needs vigil's own push-stream budget raised (default 128).
+    d = await startDaemon(dir, config, knob === null ? {} : { BUN_CONFIG_MAX_HTTP_REQUESTS: knob, VIGIL_EVENTS_MAX_HTTP_STREAMS: knob });
     const fx = fixture.control.pid;
     const rows: MemRow[] = [];
     await fetch(`${d.base}/v1/health`);
@@ -1029,7 +1030,7 @@ function memoryLines(r: Results): string[] {
   const L: string[] = [];
   for (const m of r.mem) {
     L.push(
-      `*${m.delivery === "poll" ? "Poll" : "Push"}* (\`delivery: "${m.delivery}"\`${m.knob !== null ? `, daemon started with \`BUN_CONFIG_MAX_HTTP_REQUESTS=${m.knob}\`` : ""}): ${fmt(m.subs - 1)} subscriptions after the first made in ${fmt(m.subscribeMs)} ms (${SUBSCRIBE_WINDOW} in flight), ${m.failures} failed${m.failureSample ? ` (${m.failureSample})` : ""}; the fixture then had ${m.delivery === "push" ? `${fmt(m.streamsOpen)} streams open` : `answered ${fmt(m.polls)} polls in all`}.`,
+      `*${m.delivery === "poll" ? "Poll" : "Push"}* (\`delivery: "${m.delivery}"\`${m.knob !== null ? `, daemon started with \`BUN_CONFIG_MAX_HTTP_REQUESTS=${m.knob}\` and \`VIGIL_EVENTS_MAX_HTTP_STREAMS=${m.knob}\`` : ""}): ${fmt(m.subs - 1)} subscriptions after the first made in ${fmt(m.subscribeMs)} ms (${SUBSCRIBE_WINDOW} in flight), ${m.failures} failed${m.failureSample ? ` (${m.failureSample})` : ""}; the fixture then had ${m.delivery === "push" ? `${fmt(m.streamsOpen)} streams open` : `answered ${fmt(m.polls)} polls in all`}.`,
       "",
       ...table(
         ["daemon state", "VmRSS (MiB)", "VmHWM (MiB)", "RssAnon (MiB)", "open fds", "threads", "fixture VmRSS (MiB)"],
@@ -1117,7 +1118,7 @@ function render(r: Results): string {
   if (r.probe !== null) {
     const p = r.probe;
     L.push(
-      `- Push at Bun's default fetch limit (no \`BUN_CONFIG_MAX_HTTP_REQUESTS\`): with ${fmt(p.streams)} push streams open (${p.failures} of ${BUN_DEFAULT_MAX_HTTP} subscriptions failed), subscription ${BUN_DEFAULT_MAX_HTTP + 1} was ${p.nextAnswered ? "answered" : "not answered"} within ${PROBE_MS / 1000} s and a prompt's model request ${p.promptMs === null ? `was not sent within ${PROBE_MS / 1000} s` : `went out after ${fmt(p.promptMs)} ms`}. Bun's fetch runs at most ${BUN_DEFAULT_MAX_HTTP} requests at once per process and each open \`events/stream\` over HTTP holds one for its lifetime, so from ${BUN_DEFAULT_MAX_HTTP} push streams on every other outgoing HTTP request of the daemon (model calls, polls, tool calls, more streams) waits. The ${fmt(r.o.subs)} push subscriptions above ran with the limit raised.`,
+      `- Push at Bun's default fetch limit (no \`BUN_CONFIG_MAX_HTTP_REQUESTS\`): with ${fmt(p.streams)} push streams open (${p.failures} of ${BUN_DEFAULT_MAX_HTTP} subscriptions failed), subscription ${BUN_DEFAULT_MAX_HTTP + 1} was ${p.nextAnswered ? "answered" : "not answered"} within ${PROBE_MS / 1000} s and a prompt's model request ${p.promptMs === null ? `was not sent within ${PROBE_MS / 1000} s` : `went out after ${fmt(p.promptMs)} ms`}. Bun's fetch runs at most ${BUN_DEFAULT_MAX_HTTP} requests at once per process and each open \`events/stream\` over HTTP holds one for its lifetime; vigil opens at most \`VIGIL_EVENTS_MAX_HTTP_STREAMS\` (default 128) of them, so model calls, polls and tool calls keep a slot (a forced push past it is refused; a negotiated one polls). The ${fmt(r.o.subs)} push subscriptions above ran with both limits raised.`,
     );
   }
   const exits = [...r.runs.filter((x) => x.setup.who === "vigil").map((x) => x.exit), ...r.mem.map((m) => m.exit)];

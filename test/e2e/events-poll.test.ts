@@ -384,6 +384,39 @@ describe("MCP events: server dialects", () => {
   });
 });
 
+describe("MCP events: refusals that last", () => {
+  test("Forbidden five times in a row becomes a refusal: reported, and no longer retried on the short backoff", async () => {
+    const env = await eventsEnvironment(cleanups, {
+      fixtureEnv: { MCP_FIXTURE_FORBID_FIRST: 100 },
+      servers: (fx) => [httpServer(fx!, "tickets", [{ name: "build.finished" }])],
+    });
+    const serve = StdioServe.start(cleanups, env);
+    const refused = await serve.until(isStatus("refused"));
+    expect(String(refused.error)).toContain("Forbidden");
+    expect(serve.count(isStatus("error"))).toBe(4);
+    expect((await env.fixture!.state()).forbidden).toBe(5);
+    // Proving an absence: the short backoff (retry cap 500 ms here) would have asked again by now.
+    await sleep(1200);
+    expect((await env.fixture!.state()).forbidden).toBe(5);
+  });
+
+  test("an event type the server removes ends the subscription, and re-discovery reports it refused", async () => {
+    const env = await eventsEnvironment(cleanups, {
+      servers: (fx) => [httpServer(fx!, "tickets", [{ name: "build.finished" }])],
+    });
+    const serve = StdioServe.start(cleanups, env);
+    await serve.until(subscribedTo("build.finished"));
+    const listed = (await env.fixture!.state()).list_calls;
+    await env.fixture!.control("remove_event", { name: "build.finished" });
+    const terminated = await serve.until(isStatus("terminated"));
+    expect(terminated.error).toMatchObject({ code: -32011, data: { kind: "event" } });
+    const refused = await serve.until(isStatus("refused"));
+    expect(String(refused.error)).toContain("offers no event");
+    // It looked again (re-discovery), rather than retrying the stale subscription blindly.
+    expect((await env.fixture!.state()).list_calls).toBeGreaterThan(listed);
+  });
+});
+
 describe("MCP events: transports and outages", () => {
   // vigil's sessions take no server-initiated requests (no elicitation or sampling): a request a
   // server raises during events/poll is answered with an error at once, never left hanging.

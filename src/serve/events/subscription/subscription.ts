@@ -239,7 +239,7 @@ export class Subscription {
       return t.refusedRetryMs;
     }
     this.state = "retrying";
-    const wait = v.forbidden ? backoffMs(attempt, FORBIDDEN_CAP_MS) : backoffMs(attempt, t.retryCapMs);
+    const wait = backoffMs(attempt, v.forbidden ? Math.min(FORBIDDEN_CAP_MS, t.retryCapMs) : t.retryCapMs);
     if (!v.ended) this.host.status(this, { kind: "error", error: v.message, retry_in_ms: wait });
     return wait;
   }
