@@ -31,7 +31,7 @@ import { type RunModel, runConversation } from "./run/run-loop.ts";
 import { createToolGateway } from "./run/tool-gateway.ts";
 import { DEFAULT_EVENTS_SESSION, EventsService } from "./events/service.ts";
 import { Session } from "./session/session.ts";
-import type { Runner } from "./session/types.ts";
+import type { FrameListener, Runner } from "./session/types.ts";
 import { DECISIONS_FILE, ensureSessionDir, ensureStateDir, isValidSessionName, resolveStateDir } from "./state/paths.ts";
 
 export interface ServeAppOptions {
@@ -42,6 +42,15 @@ export interface ServeAppOptions {
   env?: Env;
   /** The session that owns the configured event subscriptions, and whether the reaper may end live subscriptions. */
   events?: { owner: string; reapable: boolean };
+}
+
+export interface OpenOptions {
+  /**
+   * Subscribed to the session's frames before anything else can emit one (its event
+   * subscriptions start when it opens), so a client that is the session's only reader misses none.
+   * Applies when this call opens the session.
+   */
+  subscribe?: FrameListener;
 }
 
 export interface ServeApp {
@@ -56,7 +65,7 @@ export interface ServeApp {
   /** Names of the sessions currently open. */
   sessionNames(): string[];
   /** The open session of that name, or a new one (one Session per name; concurrent callers share it). */
-  openSession(name: string): Promise<Session>;
+  openSession(name: string, options?: OpenOptions): Promise<Session>;
   /** Closes one session and its decision log (the idle reaper). */
   closeSession(name: string): Promise<void>;
   /** Closes every session, the pool and every stdio group; bounded; idempotent; never rejects. */
@@ -104,7 +113,7 @@ export async function startServeApp(options: ServeAppOptions = {}): Promise<Serv
   const sessions = new Map<string, Entry>();
   let shuttingDown: Promise<void> | null = null;
 
-  async function open(name: string, entry: Entry): Promise<Session> {
+  async function open(name: string, entry: Entry, options: OpenOptions): Promise<Session> {
     const dir = ensureSessionDir(stateDir, name);
     let decisions: DecisionRecorder | null = null;
     if (config.evidence !== undefined && config.evidence.decision_log) {
@@ -135,6 +144,7 @@ export async function startServeApp(options: ServeAppOptions = {}): Promise<Serv
       entry.log?.close();
       throw e;
     }
+    if (options.subscribe !== undefined) session.subscribe(options.subscribe);
     try {
       await events.attach(session, dir);
     } catch (e) {
@@ -168,12 +178,12 @@ export async function startServeApp(options: ServeAppOptions = {}): Promise<Serv
     events,
     keepsAlive: (name) => events.keepsAlive(name),
     sessionNames: () => [...sessions.keys()],
-    openSession(name) {
+    openSession(name, options = {}) {
       if (shuttingDown !== null) return Promise.reject(new Error("serve is shutting down"));
       const existing = sessions.get(name);
       if (existing !== undefined) return existing.opening;
       const entry: Entry = { opening: Promise.resolve(null as unknown as Session), log: null };
-      entry.opening = open(name, entry);
+      entry.opening = open(name, entry, options);
       sessions.set(name, entry);
       // A session that failed to open is forgotten, so the next request tries again.
       entry.opening.catch(() => {

@@ -54,15 +54,16 @@ export async function runStdioMode(app: ServeApp, options: StdioModeOptions): Pr
     return () => process.off(name, handler);
   });
   try {
+    const out = new FrameWriter(new ClientWriter(options.stdout ?? Bun.stdout.writer()), (reason) => end({ kind: "broken", reason }));
     let session: Session;
     try {
-      session = await app.openSession(options.session);
+      // Subscribed as it opens: frames of its event subscriptions may come before this resolves.
+      session = await app.openSession(options.session, { subscribe: (_record, json) => out.push(`${json}\n`) });
     } catch (e) {
       await app.shutdown();
+      await within(out.close(), FLUSH_ON_EXIT_MS);
       throw e;
     }
-    const out = new FrameWriter(new ClientWriter(options.stdout ?? Bun.stdout.writer()), (reason) => end({ kind: "broken", reason }));
-    const unsubscribe = session.subscribe((_record, json) => out.push(`${json}\n`));
     const input = pumpCommands(options.stdin ?? Bun.stdin.stream(), session, out, end);
 
     let ending = await ended;
@@ -72,7 +73,6 @@ export async function runStdioMode(app: ServeApp, options: StdioModeOptions): Pr
       if (late !== null) ending = { kind: "signal", signo: late };
     }
     await app.shutdown();
-    unsubscribe();
     await within(out.close(), FLUSH_ON_EXIT_MS);
     if (ending.kind === "signal") return 128 + ending.signo;
     if (ending.kind === "broken") {

@@ -139,10 +139,6 @@ export class Subscription {
 
   private async keepUp(): Promise<void> {
     const signal = this.controller.signal;
-    // Begin on a later task: stdio mode subscribes to the session's frames just after the session
-    // (and so this subscription) opened, and a refusal decided without I/O (no events capability)
-    // would otherwise be emitted before that and never reach the client.
-    await new Promise<void>((resolve) => setTimeout(resolve, 0));
     let attempt = 0;
     let forbidden = 0;
     while (!signal.aborted) {
