@@ -125,6 +125,12 @@ export class McpServerPool {
     return entry?.status.state === "connected" ? (entry.observed ?? undefined) : undefined;
   }
 
+  /** `text` with this server's secrets (header values, URL credentials, env values) replaced. */
+  scrub(server: string, text: string): string {
+    const entry = this.entries.get(server);
+    return entry === undefined ? text : scrubSecrets(text, entry.secrets);
+  }
+
   /** The configured server entry, or undefined. */
   serverConfig(server: string): McpServerConfig | undefined {
     return this.entries.get(server)?.config;

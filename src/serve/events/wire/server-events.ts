@@ -165,7 +165,7 @@ export class ServerEvents {
       .request({ method: "events/stream", params: requestParams }, ResultSchema, { signal: controller.signal, timeout: NO_TIMEOUT_MS })
       .then(
         () => stream.finish({ kind: "final" }),
-        (e) => stream.finish(endOf(e, controller.signal.aborted)),
+        (e) => stream.finish(endOf(e, controller.signal.aborted, (text) => this.pool.scrub(this.server, text))),
       );
     if (id === null) {
       // The transport never saw the request (not connected): nothing will be routed to it.
@@ -190,8 +190,10 @@ export class ServerEvents {
       const result = await client.request({ method, params }, ResultSchema, { timeout, ...(signal ? { signal } : {}) });
       return result as Record<string, unknown>;
     } catch (e) {
-      if (e instanceof McpError) throw new EventsRpcError(e.code, stripPrefix(e.message), e.data);
-      throw new EventsRpcError(-32603, errorMessage(e), undefined);
+      // Server and transport messages reach frames and logs: no header value or URL secret may.
+      const scrub = (text: string) => this.pool.scrub(this.server, text);
+      if (e instanceof McpError) throw new EventsRpcError(e.code, scrub(stripPrefix(e.message)), e.data);
+      throw new EventsRpcError(-32603, scrub(errorMessage(e)), undefined);
     }
   }
 
@@ -235,12 +237,12 @@ export class ServerEvents {
   }
 }
 
-function endOf(e: unknown, aborted: boolean) {
+function endOf(e: unknown, aborted: boolean, scrub: (text: string) => string) {
   if (aborted) return { kind: "closed" as const, reason: "cancelled" };
   if (e instanceof McpError && e.code !== -32000 && e.code !== -32001) {
-    return { kind: "rpc_error" as const, code: e.code, message: stripPrefix(e.message), data: e.data };
+    return { kind: "rpc_error" as const, code: e.code, message: scrub(stripPrefix(e.message)), data: e.data };
   }
-  return { kind: "closed" as const, reason: errorMessage(e) };
+  return { kind: "closed" as const, reason: scrub(errorMessage(e)) };
 }
 
 /** The SDK prefixes "MCP error <code>: " to server messages; the code is reported separately. */
