@@ -50,6 +50,7 @@ import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
 import { type MockModel, type RecordedRequest, startMockModel } from "../../test/fixtures/mock-model.ts";
 import { writeResultsSection } from "../results-file.ts";
+import { type Memory, cpuMsOf, memoryOf, selfCpuMs } from "../proc.ts";
 
 const ROOT = resolve(import.meta.dir, "../..");
 const BUN = process.execPath;
@@ -63,7 +64,6 @@ const START_MS = 20_000;
 const RUN_MS = 60_000;
 const STOP_MS = 8_000;
 const SETTLE_MS = 2_000;
-const CLK_TCK = 100;
 const NEXT_POLL_MS = 20;
 const IDLE_NEXT_POLL_MS = 600_000;
 const SUBSCRIBE_WINDOW = 8;
@@ -305,36 +305,6 @@ async function closeModel(m: MockModel): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // /proc readings
 
-/** utime + stime of a process (all its threads), ms; 0 once it is gone. */
-function cpuMsOf(pid: number | null): number {
-  if (pid === null) return 0;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
-  } catch {
-    return 0;
-  }
-}
-
-const selfCpuMs = () => {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1000;
-};
-
-interface Memory {
-  rssKiB: number;
-  hwmKiB: number;
-  anonKiB: number;
-  fds: number;
-  threads: number;
-}
-
-function memoryOf(pid: number): Memory {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? NaN);
-  return { rssKiB: field("VmRSS"), hwmKiB: field("VmHWM"), anonKiB: field("RssAnon"), fds: readdirSync(`/proc/${pid}/fd`).length, threads: field("Threads") };
-}
 
 // ---------------------------------------------------------------------------------------------
 // The fixture

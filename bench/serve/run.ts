@@ -40,6 +40,7 @@ import { availableParallelism, loadavg, release, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
 import { writeResultsSection } from "../results-file.ts";
+import { type Memory, cpuMsOf, memoryOf, selfCpuMs } from "../proc.ts";
 
 const ROOT = resolve(import.meta.dir, "../..");
 const VIGIL = join(ROOT, "dist/vigil");
@@ -54,7 +55,6 @@ const ATTACH_MS = 10_000;
 const DRAIN_MS = 20_000;
 const STOP_MS = 8_000;
 const SETTLE_MS = 1500;
-const CLK_TCK = 100;
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -182,31 +182,6 @@ async function stop(child: Child): Promise<number | null> {
 // ---------------------------------------------------------------------------------------------
 // /proc readings
 
-/** utime + stime of a process, ms. */
-function cpuMsOf(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
-}
-
-const selfCpuMs = () => {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1000;
-};
-
-interface Memory {
-  rssKiB: number;
-  hwmKiB: number;
-  anonKiB: number;
-  fds: number;
-  threads: number;
-}
-
-function memoryOf(pid: number): Memory {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? NaN);
-  return { rssKiB: field("VmRSS"), hwmKiB: field("VmHWM"), anonKiB: field("RssAnon"), fds: readdirSync(`/proc/${pid}/fd`).length, threads: field("Threads") };
-}
 
 // ---------------------------------------------------------------------------------------------
 // The servers

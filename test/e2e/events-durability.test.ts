@@ -12,36 +12,22 @@ import {
   StdioServe,
   eventsEnvironment,
   httpServer,
+  EVENTS_SESSION,
+  inBatch,
   isEventFrame,
   isStatus,
   pendingOnDisk,
   runsFor,
   snapshotOnDisk,
   startEventsDaemon,
+  waitFor,
   waitRuns,
 } from "../helpers/events-serve.ts";
-import { sleep } from "../helpers/fixture.ts";
 import { Cleanups, type Frame, SseReader, framesUrl } from "../helpers/serve.ts";
 
 const cleanups = new Cleanups();
 afterEach(() => cleanups.run());
 beforeAll(() => requireBinary());
-
-/** The daemon's session that owns configured subscriptions (default `--mcp-events-session`). */
-const EVENTS_SESSION = "mcp-events";
-
-/** What identifies one event in the model-visible batch text (an id is never a prefix match). */
-const inBatch = (eventId: string) => `event_id="${eventId}"`;
-
-/** Waits (bounded) for an async condition; fails with `what` and the last value seen. */
-async function waitFor(what: string, cond: () => boolean | Promise<boolean>, ms = 15_000): Promise<void> {
-  const deadline = performance.now() + ms;
-  for (;;) {
-    if (await cond()) return;
-    if (performance.now() >= deadline) throw new Error(`not within ${ms} ms: ${what}`);
-    await sleep(25);
-  }
-}
 
 /** The event ids still pending in the session's log on disk, in order. */
 const pendingIds = (env: EventsEnv, session: string) =>

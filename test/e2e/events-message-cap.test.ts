@@ -12,6 +12,7 @@ import {
   eventsEnvironment,
   eventsFixtureStdio,
   httpServer,
+  inBatch,
   isEventFrame,
   isStatus,
   stdioServer,
@@ -39,7 +40,6 @@ async function must(cond: () => boolean, what: string, ms = 10_000): Promise<voi
   if (!(await waitUntil(cond, ms))) throw new Error(`${what}: not seen within ${ms} ms`);
 }
 
-const attr = (eventId: string) => `event_id="${eventId}"`;
 const isGap = isStatus("gap");
 const DROPPED = "was larger than the message-size limit and was dropped unread";
 /** Model requests whose last user message tells of a dropped over-cap message. */
@@ -78,7 +78,7 @@ async function overCapThenNormal(transport: Transport, fixtureEnv: EventsFixture
   await fx.control("emit", { event_id: "small-2" });
   const next = await serve.until(isEventFrame("small-2"));
   expect((next.event as { cursor?: unknown }).cursor).toBe(String(big.seq + 1));
-  await waitRuns(env.model, attr("small-2"));
+  await waitRuns(env.model, inBatch("small-2"));
   await must(() => droppedNotices(env.model).length > 0, "a dropped-message notice to the model");
 
   // The fixture writes `cursor` after the payload, so the 4 KiB head kept of the over-cap message
@@ -137,7 +137,7 @@ describe("message cap: over-cap push events", () => {
 
     await fx.control("emit", { event_id: "alpha-2", project: "alpha" });
     await serve.until(isEventFrame("alpha-2"));
-    await waitRuns(env.model, attr("alpha-2"));
+    await waitRuns(env.model, inBatch("alpha-2"));
     await must(() => droppedNotices(env.model).length > 0, "a dropped-message notice to the model");
     // A fixed wait past another coalesce window, because what is checked is that no second notice comes.
     await sleep(800);

@@ -11,6 +11,7 @@ import {
   eventsEnvironment,
   eventsFixtureStdio,
   httpServer,
+  inBatch,
   isEventFrame,
   isStatus,
   runsFor,
@@ -26,9 +27,6 @@ beforeAll(() => requireBinary());
 
 const TICKETS = "ticket.updated";
 const PUSH = { name: TICKETS, delivery: "push" };
-
-/** The attribute an occurrence carries in the model-visible batch text (exact: "e-1" is not "e-10"). */
-const attr = (eventId: string) => `event_id="${eventId}"`;
 
 const chatRequests = (model: MockModel) => model.requests.filter((r) => r.path.endsWith("/chat/completions"));
 
@@ -127,7 +125,7 @@ describe("MCP events: push", () => {
     const frame = await serve.until(isEventFrame("p-1"));
     expect(frame).toMatchObject({ server: "tickets", name: TICKETS, delivery: "push", action: "follow_up" });
     expect((frame.event as { cursor?: unknown }).cursor).toBe(String(emitted.seq));
-    await waitRuns(env.model, attr("p-1"));
+    await waitRuns(env.model, inBatch("p-1"));
 
     // The same occurrence again: counted as a duplicate, never a second frame or run.
     await fx.control("redeliver", { event_id: "p-1" });
@@ -141,7 +139,7 @@ describe("MCP events: push", () => {
     expect(steady.streams_total).toBe(1);
     expect(steady.streams_open).toBe(1);
     expect(serve.count(isEventFrame("p-1"))).toBe(1);
-    expect(runsFor(env.model, attr("p-1"))).toBe(1);
+    expect(runsFor(env.model, inBatch("p-1"))).toBe(1);
 
     const unsub = await serve.command({ type: "mcp_events_unsubscribe", id: "unsub", server: "tickets", name: TICKETS });
     expect(unsub.data).toEqual({ removed: true });
@@ -174,13 +172,13 @@ describe("MCP events: push", () => {
     await fixtureState(fx, (s) => s.streams.some((r) => r.cursor === String(last.seq)), "a reconnect from h-3's cursor");
     const cursors = (await fx.state()).streams.map((r) => (r.cursor === null ? 0 : Number(r.cursor)));
     expect(cursors).toEqual([...cursors].sort((a, b) => a - b));
-    await waitRuns(env.model, attr("h-2"));
-    await waitRuns(env.model, attr("h-3"));
+    await waitRuns(env.model, inBatch("h-2"));
+    await waitRuns(env.model, inBatch("h-3"));
     const status = await subscriptionStatus(serve);
     expect(status).toMatchObject({ delivered: 3, duplicates: 0 });
     for (const id of ["h-1", "h-2", "h-3"]) {
       expect(serve.count(isEventFrame(id))).toBe(1);
-      expect(runsFor(env.model, attr(id))).toBe(1);
+      expect(runsFor(env.model, inBatch(id))).toBe(1);
     }
 
     await fx.control("terminate");
@@ -189,7 +187,7 @@ describe("MCP events: push", () => {
     await serve.until(isStatus("resubscribed"));
     await fx.control("emit", { event_id: "h-4" });
     await serve.until(isEventFrame("h-4"));
-    await waitRuns(env.model, attr("h-4"));
+    await waitRuns(env.model, inBatch("h-4"));
   });
 
   test("events arriving during a busy run are shown live and coalesce into one follow-up run after it", async () => {
@@ -207,7 +205,7 @@ describe("MCP events: push", () => {
     expect(env.model.release()).toBe(1);
     await waitRuns(env.model, "3 events arrived");
     const batch = chatRequests(env.model).find((r) => lastUserText(r).includes("3 events arrived"))!;
-    for (const id of ["busy-1", "busy-2", "busy-3"]) expect(lastUserText(batch)).toContain(attr(id));
+    for (const id of ["busy-1", "busy-2", "busy-3"]) expect(lastUserText(batch)).toContain(inBatch(id));
     await untilCount(serve, isRunEnd, 2);
     // Nothing is left to inject: a fixed wait well past the coalesce window (300 ms), because what
     // is checked is that no further run starts.
@@ -228,7 +226,7 @@ describe("MCP events: push", () => {
 
     const seen = () => ids.filter((id) => eventIdsSeenByModel(env.model).has(id)).length;
     await must(() => seen() === 60, "all 60 events in model messages", 20_000);
-    for (const id of ids) expect(runsFor(env.model, attr(id))).toBe(1);
+    for (const id of ids) expect(runsFor(env.model, inBatch(id))).toBe(1);
   });
 
   test("a schema_changed termination re-discovers, resubscribes, tells the model of the gap, and delivery continues", async () => {
@@ -247,7 +245,7 @@ describe("MCP events: push", () => {
 
     await fx.control("emit", { event_id: "after-schema" });
     await serve.until(isEventFrame("after-schema"));
-    await waitRuns(env.model, attr("after-schema"));
+    await waitRuns(env.model, inBatch("after-schema"));
   });
 
   test("the re-discovery budget recovers after a healthy period: six schema changes in a row are each resubscribed", async () => {
@@ -316,8 +314,8 @@ describe("MCP events: push", () => {
     expect(forced.error?.message).toContain("VIGIL_EVENTS_MAX_HTTP_STREAMS");
     await env.fixture!.control("emit", { project: "a", event_id: "slot-a" });
     await env.fixture!.control("emit", { project: "b", event_id: "slot-b" });
-    await waitRuns(env.model, attr("slot-a"));
-    await waitRuns(env.model, attr("slot-b"));
+    await waitRuns(env.model, inBatch("slot-a"));
+    await waitRuns(env.model, inBatch("slot-b"));
     // The slot frees with the stream: a forced push then comes up.
     expect((await serve.command({ type: "mcp_events_unsubscribe", id: "u", server: "tickets", name: TICKETS, arguments: { project: "a" } })).success).toBe(true);
     expect((await subscribe("c2", "c", "push")).data).toMatchObject({ delivery: "push", state: "active" });

@@ -17,11 +17,14 @@ import {
   type EventsEnv,
   eventsEnvironment,
   httpServer,
+  EVENTS_SESSION,
+  inBatch,
   isEventFrame,
   isStatus,
   runsFor,
   snapshotOnDisk,
   startEventsDaemon,
+  waitFor,
   waitRuns,
 } from "../helpers/events-serve.ts";
 import { sleep } from "../helpers/fixture.ts";
@@ -30,20 +33,6 @@ import { Cleanups, type Daemon, type Frame, SseReader, command, framesUrl, healt
 const cleanups = new Cleanups();
 afterEach(() => cleanups.run());
 beforeAll(() => requireBinary());
-
-const EVENTS_SESSION = "mcp-events";
-
-/** What identifies one event in the model-visible batch text. */
-const inBatch = (eventId: string) => `event_id="${eventId}"`;
-
-async function waitFor(what: string, cond: () => boolean | Promise<boolean>, ms = 15_000): Promise<void> {
-  const deadline = performance.now() + ms;
-  for (;;) {
-    if (await cond()) return;
-    if (performance.now() >= deadline) throw new Error(`not within ${ms} ms: ${what}`);
-    await sleep(25);
-  }
-}
 
 /** One configured poll subscription (build.finished) on server `tickets`, or the given entries. */
 const environment = (o: { events?: Record<string, unknown>[]; fixtureEnv?: EventsFixtureEnv; knobs?: Record<string, string> } = {}) =>

@@ -195,5 +195,21 @@ export async function waitRuns(model: MockModel, needle: string, n = 1, ms = 15_
   }
 }
 
+/** The daemon's session that owns the configured subscriptions (default `--mcp-events-session`). */
+export const EVENTS_SESSION = "mcp-events";
+
+/** What identifies one event in the model-visible batch text (exact: "e-1" is not "e-10"). */
+export const inBatch = (eventId: string) => `event_id="${eventId}"`;
+
+/** Waits (bounded) for a condition that may be async; throws naming `what`. */
+export async function waitFor(what: string, cond: () => boolean | Promise<boolean>, ms = 15_000): Promise<void> {
+  const deadline = performance.now() + ms;
+  for (;;) {
+    if (await cond()) return;
+    if (performance.now() >= deadline) throw new Error(`not within ${ms} ms: ${what}`);
+    await Bun.sleep(25);
+  }
+}
+
 export const isEventFrame = (id: string) => (f: Frame) => f.type === "mcp_event" && (f.event as { eventId?: string } | undefined)?.eventId === id;
 export const isStatus = (kind: string) => (f: Frame) => f.type === "mcp_event_status" && f.kind === kind;
