@@ -47,10 +47,10 @@
 import { closeSync, existsSync, fstatSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { availableParallelism, loadavg, release, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import type { Subprocess } from "bun";
 import { type MockModel, type RecordedRequest, startMockModel } from "../../test/fixtures/mock-model.ts";
 import { writeResultsSection } from "../results-file.ts";
 import { type Memory, cpuMsOf, memoryOf, selfCpuMs } from "../proc.ts";
+import { type Child, type LineHandler, spawnChild, stop, until, waitLine, waitStderr } from "../children.ts";
 
 const ROOT = resolve(import.meta.dir, "../..");
 const BUN = process.execPath;
@@ -62,7 +62,6 @@ const RESULTS = join(ROOT, "bench/RESULTS.md");
 const DEADLINE_MS = 290_000;
 const START_MS = 20_000;
 const RUN_MS = 60_000;
-const STOP_MS = 8_000;
 const SETTLE_MS = 2_000;
 const NEXT_POLL_MS = 20;
 const IDLE_NEXT_POLL_MS = 600_000;
@@ -134,23 +133,15 @@ function usage(error?: string): never {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Process groups, the temporary directory and the mock models: cleaned up on every way out.
+// The temporary directory, the stdio fixtures and the mock models: cleaned up on every way out
+// (after the process groups, see ../children.ts).
 
 /** --profile DIR (see Options). */
 let profileDir: string | null = null;
-const liveGroups = new Set<number>();
 /** stdio fixtures started by vigil or by the baseline (they lead their own group, or share the baseline's). */
 const liveFixtures = new Set<number>();
 const liveModels = new Set<MockModel>();
 let tempRoot: string | null = null;
-
-function killGroup(pgid: number): void {
-  try {
-    process.kill(-pgid, "SIGKILL");
-  } catch {
-    // already gone
-  }
-}
 
 /** A fixture started by someone else (vigil, the baseline): killed by group, if it still is the fixture. */
 function killFixture(pid: number | null): void {
@@ -166,130 +157,11 @@ function killFixture(pid: number | null): void {
 }
 
 process.on("exit", () => {
-  for (const pgid of liveGroups) killGroup(pgid);
-  liveGroups.clear();
   for (const pid of [...liveFixtures]) killFixture(pid);
   for (const m of liveModels) void m.close();
   if (tempRoot !== null) rmSync(tempRoot, { recursive: true, force: true });
   tempRoot = null;
 });
-for (const [name, signo] of [["SIGINT", 2], ["SIGTERM", 15], ["SIGHUP", 1]] as const) {
-  process.on(name, () => {
-    process.stderr.write(`bench: ${name}, stopping\n`);
-    process.exit(128 + signo);
-  });
-}
-
-function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout>;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: no result within ${ms} ms`)), ms);
-  });
-  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
-}
-
-async function until(cond: () => boolean, ms: number, pollMs = 2): Promise<boolean> {
-  const deadline = performance.now() + ms;
-  while (!cond()) {
-    if (performance.now() > deadline) return false;
-    await Bun.sleep(pollMs);
-  }
-  return true;
-}
-
-/** One line of stdout, as the harness saw it arrive. */
-type LineHandler = (line: string, at: number) => void;
-
-interface Child {
-  name: string;
-  proc: Subprocess<"pipe", "pipe", "pipe">;
-  pid: number;
-  stderr: string;
-  lines: string[];
-}
-
-/**
- * Spawns a process group leader with stdin kept open (its EOF tells our children we are gone) and
- * stdout split into lines: each goes to `onLine` when given (not kept), else is kept (small outputs).
- */
-function spawnChild(name: string, argv: string[], env: Record<string, string> = {}, onLine?: LineHandler): Child {
-  const proc = Bun.spawn(argv, { cwd: ROOT, detached: true, stdin: "pipe", stdout: "pipe", stderr: "pipe", env: { ...process.env, ...env } });
-  liveGroups.add(proc.pid);
-  const child: Child = { name, proc, pid: proc.pid, stderr: "", lines: [] };
-  void (async () => {
-    const decoder = new TextDecoder();
-    let carry = "";
-    try {
-      for await (const chunk of proc.stdout) {
-        const at = performance.now();
-        carry += decoder.decode(chunk, { stream: true });
-        let nl = carry.indexOf("\n");
-        let from = 0;
-        while (nl !== -1) {
-          const line = carry.slice(from, nl);
-          if (onLine) onLine(line, at);
-          else if (child.lines.length < 10_000) child.lines.push(line);
-          from = nl + 1;
-          nl = carry.indexOf("\n", from);
-        }
-        carry = carry.slice(from);
-      }
-    } catch {
-      // the process is gone
-    }
-  })();
-  void (async () => {
-    const decoder = new TextDecoder();
-    try {
-      for await (const chunk of proc.stderr) if (child.stderr.length < 1 << 20) child.stderr += decoder.decode(chunk, { stream: true });
-    } catch {
-      // the process is gone
-    }
-  })();
-  return child;
-}
-
-function exitedEarly(child: Child): never {
-  throw new Error(`${child.name} exited (${child.proc.exitCode ?? child.proc.signalCode}): ${child.stderr.slice(-2000)}`);
-}
-
-async function waitLine(child: Child, pattern: RegExp, ms: number): Promise<RegExpExecArray> {
-  const deadline = performance.now() + ms;
-  for (;;) {
-    for (const line of child.lines) {
-      const m = pattern.exec(line);
-      if (m !== null) return m;
-    }
-    if (child.proc.exitCode !== null || child.proc.signalCode !== null) exitedEarly(child);
-    if (performance.now() > deadline) throw new Error(`${child.name}: nothing matching ${pattern} within ${ms} ms: ${child.stderr.slice(-2000)}`);
-    await Bun.sleep(5);
-  }
-}
-
-async function waitStderr(child: Child, pattern: RegExp, ms: number): Promise<RegExpExecArray> {
-  const deadline = performance.now() + ms;
-  for (;;) {
-    const m = pattern.exec(child.stderr);
-    if (m !== null) return m;
-    if (child.proc.exitCode !== null || child.proc.signalCode !== null) exitedEarly(child);
-    if (performance.now() > deadline) throw new Error(`${child.name}: not ready within ${ms} ms: ${child.stderr.slice(-2000)}`);
-    await Bun.sleep(10);
-  }
-}
-
-/** SIGTERM (or stdin EOF), then SIGKILL to the group if it has not exited in time; returns the exit code. */
-async function stop(child: Child, how: "term" | "eof" = "term"): Promise<number | null> {
-  try {
-    if (how === "eof") child.proc.stdin.end();
-    else process.kill(child.pid, "SIGTERM");
-  } catch {
-    // already gone
-  }
-  const code = await within(child.proc.exited, STOP_MS, `${child.name} stop`).catch(() => null);
-  killGroup(child.pid);
-  liveGroups.delete(child.pid);
-  return code;
-}
 
 async function newModel(): Promise<MockModel> {
   const m = await startMockModel();
@@ -301,10 +173,6 @@ async function closeModel(m: MockModel): Promise<void> {
   liveModels.delete(m);
   await m.close();
 }
-
-// ---------------------------------------------------------------------------------------------
-// /proc readings
-
 
 // ---------------------------------------------------------------------------------------------
 // The fixture
@@ -343,7 +211,7 @@ async function control(url: string): Promise<Control> {
 
 /** The HTTP fixture, as a child of ours (it exits when our pipe to its stdin closes). */
 async function startHttpFixture(env: Record<string, string>): Promise<{ child: Child; mcpUrl: string; control: Control }> {
-  const child = spawnChild("events fixture", [BUN, FIXTURE], { ...env, MCP_FIXTURE_EXIT_ON_STDIN_EOF: "1" });
+  const child = spawnChild("events fixture", [BUN, FIXTURE], { env: { ...env, MCP_FIXTURE_EXIT_ON_STDIN_EOF: "1" } });
   const m = await waitLine(child, /^(\{.*"mcp".*\})$/, START_MS);
   const urls = JSON.parse(m[1]!) as { mcp: string; control: string };
   return { child, mcpUrl: urls.mcp, control: await control(urls.control) };
@@ -544,6 +412,41 @@ interface FlowRun {
   exit: number | null;
 }
 
+/** CPU ms so far: the client under test (vigil or baseline), the fixture, this process. */
+interface CpuReading {
+  client: number;
+  fixture: number;
+  self: number;
+}
+
+const cpuNow = (clientPid: number, fixturePid: number): CpuReading => ({ client: cpuMsOf(clientPid), fixture: cpuMsOf(fixturePid), self: selfCpuMs() });
+
+/** A run's figures from the readings at t0 and at the end, vigil's or the baseline's; `exit` is set once it is stopped. */
+function flowRun(
+  setup: Setup,
+  round: number,
+  n: number,
+  ms: number,
+  [cpu0, cpu1]: [CpuReading, CpuReading],
+  [s0, s1]: [FixtureState, FixtureState],
+  own: Pick<FlowRun, "statusErrors" | "errorSample" | "model">,
+): FlowRun {
+  return {
+    setup,
+    round,
+    events: n,
+    ms,
+    rate: n / (ms / 1000),
+    clientCpuMs: cpu1.client - cpu0.client,
+    fixtureCpuMs: cpu1.fixture - cpu0.fixture,
+    benchCpuMs: cpu1.self - cpu0.self,
+    polls: s1.polls - s0.polls,
+    streams: s1.streams_total - s0.streams_total,
+    ...own,
+    exit: null,
+  };
+}
+
 function vigilConfig(dir: string, modelUrl: string, server: Record<string, unknown>): string {
   const file = join(dir, "vigil.json");
   writeFileSync(file, JSON.stringify({ model: { provider: "openai", base_url: modelUrl, model: "mock-model", timeout_ms: 120_000 }, mcp_servers: [server] }));
@@ -580,7 +483,7 @@ async function vigilRun(setup: Setup, round: number, n: number): Promise<FlowRun
     const { counts, onLine } = frameCounter();
     const knobs = setup.buffer === undefined ? THROUGHPUT_KNOBS : { ...THROUGHPUT_KNOBS, VIGIL_EVENTS_STREAM_BUFFER: String(setup.buffer) };
     const bin = profileDir === null ? [VIGIL] : [BUN, "--cpu-prof-md", `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${setup.id.replace(/[^a-z0-9]+/g, "-")}-r${round}.md`, join(ROOT, "src/cli.ts")];
-    vigil = spawnChild("vigil serve", [...bin, "serve", "--config", config, "--state-dir", join(dir, "state"), "--session", "bench"], knobs, onLine);
+    vigil = spawnChild("vigil serve", [...bin, "serve", "--config", config, "--state-dir", join(dir, "state"), "--session", "bench"], { env: knobs, onLine });
     const v = vigil;
     const fixture = httpFixture?.control ?? (await waitControlFile(controlFile, START_MS, () => v.proc.exitCode === null));
     if (httpFixture === null) liveFixtures.add((stdioFixturePid = fixture.pid));
@@ -591,7 +494,7 @@ async function vigilRun(setup: Setup, round: number, n: number): Promise<FlowRun
     const s0 = await fixture.state();
     const errors0 = counts.kinds.get("error") ?? 0;
     const events0 = counts.events;
-    const cpu0 = { client: cpuMsOf(v.pid), fixture: cpuMsOf(fixture.pid), self: selfCpuMs() };
+    const cpu0 = cpuNow(v.pid, fixture.pid);
     const t0 = performance.now();
     await fixture.post("emit_burst", { count: n, name: "ticket.updated" });
     let done: boolean;
@@ -612,30 +515,17 @@ async function vigilRun(setup: Setup, round: number, n: number): Promise<FlowRun
       );
       tEnd = tally.progress.at(-1)?.at ?? performance.now();
     }
-    const cpu1 = { client: cpuMsOf(v.pid), fixture: cpuMsOf(fixture.pid), self: selfCpuMs() };
+    const cpu1 = cpuNow(v.pid, fixture.pid);
     tail.close();
     if (!done) {
       throw new Error(`${setup.id}: ${tally === null ? `${tail.adds} of ${n} events in the pending log` : `${tally.ids.size} of ${n} events at the model`} after ${RUN_MS} ms: ${v.stderr.slice(-1500)}`);
     }
     const s1 = await fixture.state();
-    const ms = tEnd - t0;
-    const errors = (counts.kinds.get("error") ?? 0) - errors0;
-    const run: FlowRun = {
-      setup,
-      round,
-      events: n,
-      ms,
-      rate: n / (ms / 1000),
-      clientCpuMs: cpu1.client - cpu0.client,
-      fixtureCpuMs: cpu1.fixture - cpu0.fixture,
-      benchCpuMs: cpu1.self - cpu0.self,
-      polls: s1.polls - s0.polls,
-      streams: s1.streams_total - s0.streams_total,
-      statusErrors: errors,
+    const run = flowRun(setup, round, n, tEnd - t0, [cpu0, cpu1], [s0, s1], {
+      statusErrors: (counts.kinds.get("error") ?? 0) - errors0,
       errorSample: counts.errors[0] ?? null,
       model: tally === null ? null : modelStats(tally, t0, tIngested),
-      exit: null,
-    };
+    });
     run.exit = await stop(v);
     vigil = null;
     return run;
@@ -665,38 +555,22 @@ async function baselineRun(setup: Setup, round: number, n: number): Promise<Flow
     }
     if (setup.variant === "fsync") args.push("--fsync", join(dir, "pages.log"));
     if (model !== null) args.push("--model", model.url);
-    client = spawnChild(setup.id, args, { MCP_FIXTURE_NEXT_POLL_MS: String(NEXT_POLL_MS) });
+    client = spawnChild(setup.id, args, { env: { MCP_FIXTURE_NEXT_POLL_MS: String(NEXT_POLL_MS) } });
     const c = client;
     const ready = JSON.parse((await waitLine(c, /^(\{"ready".*\})$/, START_MS))[1]!) as { control: string | null; pid: number | null };
     const fixture = httpFixture?.control ?? (await control(ready.control!));
     if (httpFixture === null) liveFixtures.add((stdioFixturePid = fixture.pid));
     const s0 = await fixture.state();
-    const cpu0 = { client: cpuMsOf(c.pid), fixture: cpuMsOf(fixture.pid), self: selfCpuMs() };
+    const cpu0 = cpuNow(c.pid, fixture.pid);
     const t0 = performance.now();
     await fixture.post("emit_burst", { count: n, name: "ticket.updated" });
     const doneLine = () => c.lines.some((l) => l.startsWith('{"done"'));
     const done = await until(() => (tally !== null ? tally.ids.size >= n : doneLine()) || c.proc.exitCode !== null, RUN_MS, 1);
     const tEnd = tally !== null ? (tally.progress.at(-1)?.at ?? performance.now()) : performance.now();
-    const cpu1 = { client: cpuMsOf(c.pid), fixture: cpuMsOf(fixture.pid), self: selfCpuMs() };
+    const cpu1 = cpuNow(c.pid, fixture.pid);
     if (!done) throw new Error(`${setup.id}: not done within ${RUN_MS} ms: ${c.stderr.slice(-1500)}`);
     const s1 = await fixture.state();
-    const ms = tEnd - t0;
-    return {
-      setup,
-      round,
-      events: n,
-      ms,
-      rate: n / (ms / 1000),
-      clientCpuMs: cpu1.client - cpu0.client,
-      fixtureCpuMs: cpu1.fixture - cpu0.fixture,
-      benchCpuMs: cpu1.self - cpu0.self,
-      polls: s1.polls - s0.polls,
-      streams: s1.streams_total - s0.streams_total,
-      statusErrors: 0,
-      errorSample: null,
-      model: tally === null ? null : modelStats(tally, t0, null),
-      exit: null,
-    };
+    return flowRun(setup, round, n, tEnd - t0, [cpu0, cpu1], [s0, s1], { statusErrors: 0, errorSample: null, model: tally === null ? null : modelStats(tally, t0, null) });
   } finally {
     if (client !== null) await stop(client, "eof");
     killFixture(stdioFixturePid);
@@ -738,7 +612,7 @@ interface Daemon {
 }
 
 async function startDaemon(dir: string, config: string, env: Record<string, string>): Promise<Daemon> {
-  const child = spawnChild("vigil serve --listen", [VIGIL, "serve", "--config", config, "--state-dir", join(dir, "state"), "--listen", "127.0.0.1:0", "--session-idle-timeout", "0"], env);
+  const child = spawnChild("vigil serve --listen", [VIGIL, "serve", "--config", config, "--state-dir", join(dir, "state"), "--listen", "127.0.0.1:0", "--session-idle-timeout", "0"], { env });
   const m = await waitStderr(child, /vigil serve listening (http:\/\/\S+)\n/, START_MS);
   return { child, base: m[1]! };
 }

@@ -38,9 +38,9 @@
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, loadavg, release, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import type { Subprocess } from "bun";
 import { writeResultsSection } from "../results-file.ts";
 import { type Memory, cpuMsOf, memoryOf, selfCpuMs } from "../proc.ts";
+import { type Child, spawnChild, stop, until, waitLine, waitStderr, within } from "../children.ts";
 
 const ROOT = resolve(import.meta.dir, "../..");
 const VIGIL = join(ROOT, "dist/vigil");
@@ -53,7 +53,6 @@ const IDLE_SESSIONS = 100;
 const START_MS = 20_000;
 const ATTACH_MS = 10_000;
 const DRAIN_MS = 20_000;
-const STOP_MS = 8_000;
 const SETTLE_MS = 1500;
 
 // ---------------------------------------------------------------------------------------------
@@ -93,95 +92,14 @@ function usage(error?: string): never {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Process groups and the temporary directory: cleaned up on every way out.
+// The temporary directory: removed on every way out (after the process groups, see ../children.ts).
 
-const liveGroups = new Set<number>();
 let tempRoot: string | null = null;
 
-function killGroup(pgid: number): void {
-  try {
-    process.kill(-pgid, "SIGKILL");
-  } catch {
-    // already gone
-  }
-}
-
 process.on("exit", () => {
-  for (const pgid of liveGroups) killGroup(pgid);
-  liveGroups.clear();
   if (tempRoot !== null) rmSync(tempRoot, { recursive: true, force: true });
   tempRoot = null;
 });
-for (const [name, signo] of [["SIGINT", 2], ["SIGTERM", 15], ["SIGHUP", 1]] as const) {
-  process.on(name, () => {
-    process.stderr.write(`bench: ${name}, stopping\n`);
-    process.exit(128 + signo);
-  });
-}
-
-function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout>;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: no result within ${ms} ms`)), ms);
-  });
-  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
-}
-
-interface Child {
-  name: string;
-  proc: Subprocess<"ignore", "pipe", "pipe">;
-  pid: number;
-  stderr: string;
-  stdout: string;
-}
-
-/** Spawns a process group leader; collects stdout and stderr as text (both are small here). */
-function spawnChild(name: string, argv: string[], env: Record<string, string> = {}): Child {
-  const proc = Bun.spawn(argv, { cwd: ROOT, detached: true, stdin: "ignore", stdout: "pipe", stderr: "pipe", env: { ...process.env, ...env } });
-  liveGroups.add(proc.pid);
-  const child: Child = { name, proc, pid: proc.pid, stderr: "", stdout: "" };
-  const collect = async (stream: ReadableStream<Uint8Array>, key: "stdout" | "stderr") => {
-    const decoder = new TextDecoder();
-    try {
-      for await (const chunk of stream) if (child[key].length < 1 << 20) child[key] += decoder.decode(chunk, { stream: true });
-    } catch {
-      // the process is gone
-    }
-  };
-  void collect(proc.stdout, "stdout");
-  void collect(proc.stderr, "stderr");
-  return child;
-}
-
-async function waitFor(child: Child, key: "stdout" | "stderr", pattern: RegExp, ms: number): Promise<RegExpExecArray> {
-  const deadline = performance.now() + ms;
-  for (;;) {
-    const m = pattern.exec(child[key]);
-    if (m !== null) return m;
-    if (child.proc.exitCode !== null || child.proc.signalCode !== null) {
-      throw new Error(`${child.name} exited (${child.proc.exitCode ?? child.proc.signalCode}) before it was ready: ${child.stderr.slice(-2000)}`);
-    }
-    if (performance.now() > deadline) throw new Error(`${child.name}: not ready within ${ms} ms: ${child.stderr.slice(-2000)}`);
-    await Bun.sleep(20);
-  }
-}
-
-/** SIGTERM, then SIGKILL to the group if it has not exited in time; returns the exit code. */
-async function stop(child: Child): Promise<number | null> {
-  try {
-    process.kill(child.pid, "SIGTERM");
-  } catch {
-    // already gone
-  }
-  const code = await within(child.proc.exited, STOP_MS, `${child.name} stop`).catch(() => null);
-  killGroup(child.pid);
-  liveGroups.delete(child.pid);
-  return code;
-}
-
-// ---------------------------------------------------------------------------------------------
-// /proc readings
-
 
 // ---------------------------------------------------------------------------------------------
 // The servers
@@ -199,14 +117,14 @@ function writeConfig(dir: string, modelUrl: string): string {
 }
 
 async function startDaemon(config: string, stateDir: string): Promise<Server> {
-  const child = spawnChild("vigil serve", [VIGIL, "serve", "--config", config, "--state-dir", stateDir, "--listen", "127.0.0.1:0", "--session-idle-timeout", "0"]);
-  const m = await waitFor(child, "stderr", /vigil serve listening (http:\/\/\S+)\n/, START_MS);
+  const child = spawnChild("vigil serve", [VIGIL, "serve", "--config", config, "--state-dir", stateDir, "--listen", "127.0.0.1:0", "--session-idle-timeout", "0"], { stdin: "ignore" });
+  const m = await waitStderr(child, /vigil serve listening (http:\/\/\S+)\n/, START_MS);
   return { name: "vigil", child, base: m[1]! };
 }
 
 async function startBaseline(): Promise<Server> {
-  const child = spawnChild("baseline", [process.execPath, BASELINE]);
-  const m = await waitFor(child, "stdout", /^(\{.*\})\n/m, START_MS);
+  const child = spawnChild("baseline", [process.execPath, BASELINE], { stdin: "ignore" });
+  const m = await waitLine(child, /^(\{.*\})$/, START_MS);
   return { name: "baseline", child, base: (JSON.parse(m[1]!) as { url: string }).url };
 }
 
@@ -298,15 +216,6 @@ class SseClient {
       this.lastSeq = seq;
     }
   }
-}
-
-async function until(cond: () => boolean, ms: number): Promise<boolean> {
-  const deadline = performance.now() + ms;
-  while (!cond()) {
-    if (performance.now() > deadline) return false;
-    await Bun.sleep(5);
-  }
-  return true;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -576,8 +485,8 @@ async function main(): Promise<number> {
   const loadStart = loadavg()[0]!.toFixed(2);
   tempRoot = mkdtempSync(join(tmpdir(), "vigil-bench-serve-"));
 
-  const mock = spawnChild("mock model", [process.execPath, MOCK]);
-  const mockUrl = (JSON.parse((await waitFor(mock, "stdout", /^(\{.*\})\n/m, START_MS))[1]!) as { url: string }).url;
+  const mock = spawnChild("mock model", [process.execPath, MOCK], { stdin: "ignore" });
+  const mockUrl = (JSON.parse((await waitLine(mock, /^(\{.*\})$/, START_MS))[1]!) as { url: string }).url;
   const config = writeConfig(tempRoot, mockUrl);
 
   // (b) first, on a fresh daemon and a quiet machine.
