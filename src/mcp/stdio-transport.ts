@@ -14,7 +14,6 @@ import { sinkWrite } from "../shared/sink.ts";
 import {
   type ChildStatus,
   type GroupChild,
-  SIGNAL_POLL_MS,
   spawnGroup,
   sweepGroup,
   tryStatus,
@@ -67,6 +66,8 @@ export interface StdioTransportStatus {
 
 /** How long close() waits for output already written to arrive once the group is gone. */
 const DRAIN_MS = 500;
+/** Each signal's wait in the sweep: two of them and the drain make the spec's "grace + 2 s". */
+const SWEEP_POLL_MS = 750;
 
 export class StdioMcpTransport implements Transport {
   onclose?: () => void;
@@ -102,9 +103,12 @@ export class StdioMcpTransport implements Transport {
     return this.child?.pid ?? null;
   }
 
-  /** Upper bound of close(): grace, SIGTERM poll, SIGKILL poll, straggler sweep, output drain. */
+  /**
+   * Upper bound of close(): grace + 2 s (serve.md §6 item 9) — the grace, then either the SIGTERM
+   * and SIGKILL polls or (leader gone) the straggler sweep, then the output drain.
+   */
   get closeBoundMs(): number {
-    return this.graceMs + 4 * SIGNAL_POLL_MS + DRAIN_MS;
+    return this.graceMs + 2 * SWEEP_POLL_MS + DRAIN_MS;
   }
 
   status(): StdioTransportStatus {
@@ -189,7 +193,7 @@ export class StdioMcpTransport implements Transport {
       // the pipe is already gone with the server
     }
     // The leader may already be gone (endedBy "server"): then this only sweeps what it left behind.
-    const sweep = await sweepGroup(child, this.graceMs);
+    const sweep = await sweepGroup(child, this.graceMs, { pollMs: SWEEP_POLL_MS });
     this.killRequested = sweep.kill_requested;
     // The group is gone, so nothing in it holds the pipes: let through what the server wrote last,
     // then stop reading (a process that left the group could otherwise hold them open forever).

@@ -152,37 +152,38 @@ export interface SweepResult {
 export const SIGNAL_POLL_MS = 2000;
 
 /**
- * Ends a child and its whole group, bounded by graceMs + 2 × SIGNAL_POLL_MS. Never throws.
+ * Ends a child and its whole group, bounded by graceMs + 2 × pollMs (default SIGNAL_POLL_MS). Never throws.
  *
  * 1. If the leader has not exited, wait up to `graceMs` (the caller has closed its stdin), unless
  *    the caller has already sent SIGTERM (`termSent`).
- * 2. Still running: SIGTERM the group, poll up to 2 s; then SIGKILL the group, poll up to 2 s.
+ * 2. Still running: SIGTERM the group, poll up to pollMs; then SIGKILL the group, poll up to pollMs.
  * 3. Leader gone but members remain (double-forked servers): SIGTERM then SIGKILL the group, so no
  *    orphan outlives vigil.
  */
-export async function sweepGroup(child: GroupChild, graceMs: number, options: { termSent?: boolean } = {}): Promise<SweepResult> {
+export async function sweepGroup(child: GroupChild, graceMs: number, options: { termSent?: boolean; pollMs?: number } = {}): Promise<SweepResult> {
   const pgid = child.pid;
+  const pollMs = options.pollMs ?? SIGNAL_POLL_MS;
   let killRequested = options.termSent === true;
   if (tryStatus(child) === null && graceMs > 0 && !options.termSent) await within(child.exited, graceMs);
   if (tryStatus(child) === null) {
     killRequested = true;
     // With termSent the caller already sent SIGTERM: the 2 s poll follows it, not a second grace.
     if (!options.termSent) signalGroup(pgid, "SIGTERM");
-    await within(child.exited, SIGNAL_POLL_MS);
+    await within(child.exited, pollMs);
     if (tryStatus(child) === null) {
       signalGroup(pgid, "SIGKILL");
-      await within(child.exited, SIGNAL_POLL_MS);
+      await within(child.exited, pollMs);
     }
   }
-  await sweepStragglers(pgid);
+  await sweepStragglers(pgid, pollMs);
   return { status: tryStatus(child) ?? UNKNOWN_STATUS, kill_requested: killRequested };
 }
 
-/** After the leader exited: TERM, then KILL, whatever is left in its group; bounded by 2 × SIGNAL_POLL_MS. */
-export async function sweepStragglers(pgid: number): Promise<void> {
+/** After the leader exited: TERM, then KILL, whatever is left in its group; bounded by 2 × pollMs. */
+export async function sweepStragglers(pgid: number, pollMs = SIGNAL_POLL_MS): Promise<void> {
   if (!groupAlive(pgid)) return;
   signalGroup(pgid, "SIGTERM");
-  if (await pollUntil(() => !groupAlive(pgid), SIGNAL_POLL_MS)) return;
+  if (await pollUntil(() => !groupAlive(pgid), pollMs)) return;
   signalGroup(pgid, "SIGKILL");
-  await pollUntil(() => !groupAlive(pgid), SIGNAL_POLL_MS);
+  await pollUntil(() => !groupAlive(pgid), pollMs);
 }
