@@ -3,36 +3,18 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, statSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { EventsStore, type EventsStoreOptions, type FaultOp, maxLogFileBytes } from "../../../src/serve/events/store/events-store.ts";
-import type { EventsStoreError } from "../../../src/serve/events/store/errors.ts";
 import { serializeAdd } from "../../../src/serve/events/store/pending-log.ts";
 import type { PendingEntry } from "../../../src/serve/events/types.ts";
-import { StateError } from "../../../src/serve/state/errors.ts";
 import { setQuiet } from "../../../src/shared/log.ts";
-import { EVENTS_LOG_FILE, EVENTS_SNAPSHOT_FILE } from "../../../src/serve/state/paths.ts";
-import { type TmpDir, tmpDir } from "../../helpers/fixture.ts";
-
-let tmp: TmpDir | undefined;
-const opened: EventsStore[] = [];
-afterEach(async () => {
-  for (const s of opened.splice(0)) await s.close();
-  tmp?.cleanup();
-  setQuiet(false);
-});
-const setup = () => (tmp = tmpDir("vigil-unit-events-store-durability")).path;
+import { logFile, rejection, snapFile, storeHarness } from "../../helpers/events-store.ts";
 
 const DEFAULTS: EventsStoreOptions = { maxPending: 5000, maxPendingBytes: 16 * 1024 * 1024 };
-async function openStore(dir: string, o: Partial<EventsStoreOptions> = {}): Promise<EventsStore> {
-  const s = await EventsStore.open(dir, { ...DEFAULTS, ...o });
-  opened.push(s);
-  return s;
-}
+const { setup, openStore } = storeHarness("vigil-unit-events-store-durability", DEFAULTS, () => setQuiet(false));
 
 function ev(i: number, pad = 0): Omit<PendingEntry, "seq"> {
   return { action: "steer", server: "srv", name: "changed", arguments: {}, event: { eventId: `e${i}`, data: "x".repeat(pad) } };
 }
 const addLine = (seq: number, pad = 0) => serializeAdd({ ...ev(seq, pad), seq } as PendingEntry);
-const logFile = (dir: string) => join(dir, EVENTS_LOG_FILE);
-const snapFile = (dir: string) => join(dir, EVENTS_SNAPSHOT_FILE);
 const seqs = (s: EventsStore) => s.pending().map((e) => e.seq);
 
 /** A fault seam that throws at the named step while armed (a count of times, or forever). */
@@ -50,15 +32,6 @@ function faults() {
   };
 }
 
-async function rejection(p: Promise<unknown>): Promise<EventsStoreError> {
-  try {
-    await p;
-  } catch (e) {
-    expect(e).toBeInstanceOf(StateError);
-    return e as EventsStoreError;
-  }
-  throw new Error("expected a rejection");
-}
 
 /** 600 entries of about 2 KiB (over 1 MiB of log), then all but every 100th marked done. */
 async function mostlyDead(s: EventsStore): Promise<number[]> {

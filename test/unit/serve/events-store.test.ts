@@ -1,49 +1,25 @@
 /** The events store: the pending queue, its bounds, the snapshot, and what each commit writes (serve.md §3, §6 item 5). */
 import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, lstatSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { EventsStore, type EventsStoreOptions } from "../../../src/serve/events/store/events-store.ts";
 import { EventsStoreError } from "../../../src/serve/events/store/errors.ts";
 import { serializeAdd } from "../../../src/serve/events/store/pending-log.ts";
 import type { PendingEntry, SubscriptionSpec } from "../../../src/serve/events/types.ts";
-import { StateError } from "../../../src/serve/state/errors.ts";
-import { EVENTS_LOG_FILE, EVENTS_SNAPSHOT_FILE } from "../../../src/serve/state/paths.ts";
-import { type TmpDir, tmpDir, waitUntil } from "../../helpers/fixture.ts";
-
-let tmp: TmpDir | undefined;
-const opened: EventsStore[] = [];
-afterEach(async () => {
-  for (const s of opened.splice(0)) await s.close();
-  tmp?.cleanup();
-});
-const setup = () => (tmp = tmpDir("vigil-unit-events-store")).path;
+import { EVENTS_SNAPSHOT_FILE } from "../../../src/serve/state/paths.ts";
+import { waitUntil } from "../../helpers/fixture.ts";
+import { logFile, rejection, snapFile, storeHarness } from "../../helpers/events-store.ts";
 
 const DEFAULTS: EventsStoreOptions = { maxPending: 1000, maxPendingBytes: 16 * 1024 * 1024 };
-async function openStore(dir: string, o: Partial<EventsStoreOptions> = {}): Promise<EventsStore> {
-  const s = await EventsStore.open(dir, { ...DEFAULTS, ...o });
-  opened.push(s);
-  return s;
-}
+const { setup, openStore } = storeHarness("vigil-unit-events-store", DEFAULTS);
 
 function ev(i: number, pad = 0): Omit<PendingEntry, "seq"> {
   return { action: "follow_up", server: "srv", name: "changed", arguments: { repo: "a" }, event: { eventId: `e${i}`, data: "x".repeat(pad) } };
 }
 const lineBytes = (e: Omit<PendingEntry, "seq">, seq: number) => Buffer.byteLength(serializeAdd({ ...e, seq } as PendingEntry));
-const logFile = (dir: string) => join(dir, EVENTS_LOG_FILE);
-const snapFile = (dir: string) => join(dir, EVENTS_SNAPSHOT_FILE);
 const ids = (s: EventsStore) => s.pending().map((e) => (e.event as { eventId: string }).eventId);
 
 const SPEC: SubscriptionSpec = { server: "srv", name: "changed", arguments: { repo: "a" }, delivery: "poll", action: "follow_up", instructions: "triage" };
 
-async function rejection(p: Promise<unknown>): Promise<EventsStoreError> {
-  try {
-    await p;
-  } catch (e) {
-    expect(e).toBeInstanceOf(StateError);
-    return e as EventsStoreError;
-  }
-  throw new Error("expected a rejection");
-}
 
 describe("nothing is written while there is nothing to persist", () => {
   test("open, commit, scheduled commit, no-op changes, close: no files", async () => {
