@@ -49,6 +49,7 @@ import { availableParallelism, loadavg, release, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { type MockModel, type RecordedRequest, startMockModel } from "../../test/fixtures/mock-model.ts";
 import { writeResultsSection } from "../results-file.ts";
+import { cpuModel, fmt, median, mib, table } from "../report.ts";
 import { type Memory, cpuMsOf, memoryOf, selfCpuMs } from "../proc.ts";
 import { type Child, type LineHandler, spawnChild, stop, until, waitLine, waitStderr } from "../children.ts";
 
@@ -756,23 +757,10 @@ async function pushProbe(): Promise<ProbeResult> {
 // ---------------------------------------------------------------------------------------------
 // Report
 
-const median = (xs: number[]) => {
-  const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
-  if (s.length === 0) return Number.NaN;
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
-const fmt = (x: number, digits = 0) => (Number.isFinite(x) ? x.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits }) : "—");
-const mib = (kib: number) => fmt(kib / 1024, 1);
 const pct = (x: number) => (Number.isFinite(x) ? `${fmt(x * 100)} %` : "—");
 
 function machine(): string {
-  let cpu = "unknown CPU";
-  try {
-    cpu = /model name\s*:\s*(.*)/.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1]?.trim() ?? cpu;
-  } catch {
-    // not Linux
-  }
+  const cpu = cpuModel();
   const version = Bun.spawnSync([VIGIL, "--version"]).stdout.toString().trim();
   const built = new Date(statSync(VIGIL).mtimeMs).toISOString().slice(0, 16).replace("T", " ");
   const dirty = Bun.spawnSync(["git", "-C", ROOT, "status", "--porcelain", "--", "src"]).stdout.toString().trim() !== "";
@@ -780,9 +768,6 @@ function machine(): string {
   return `${availableParallelism()} CPUs (nproc), ${cpu}, Linux ${release()}, Bun ${Bun.version}, vigil ${version} (dist/vigil built ${built} UTC from tree ${head}${dirty ? " + uncommitted changes in src/" : ""})`;
 }
 
-function table(headers: string[], rows: string[][], align: ("l" | "r")[]): string[] {
-  return [`| ${headers.join(" | ")} |`, `| ${align.map((a) => (a === "r" ? "---:" : "---")).join(" | ")} |`, ...rows.map((r) => `| ${r.join(" | ")} |`)];
-}
 
 interface Results {
   date: string;

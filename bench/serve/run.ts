@@ -39,6 +39,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSy
 import { availableParallelism, loadavg, release, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { writeResultsSection } from "../results-file.ts";
+import { cpuModel, fmt, median, mib, table } from "../report.ts";
 import { type Memory, cpuMsOf, memoryOf, selfCpuMs } from "../proc.ts";
 import { type Child, spawnChild, stop, until, waitLine, waitStderr, within } from "../children.ts";
 
@@ -341,29 +342,14 @@ async function idleMemory(config: string, stateDir: string): Promise<{ rows: Mem
 // ---------------------------------------------------------------------------------------------
 // Report
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-const fmt = (x: number, digits = 0) => x.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
-const mib = (kib: number) => fmt(kib / 1024, 1);
 
 function machine(): string {
-  let cpu = "unknown CPU";
-  try {
-    cpu = /model name\s*:\s*(.*)/.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1]?.trim() ?? cpu;
-  } catch {
-    // not Linux
-  }
+  const cpu = cpuModel();
   const version = Bun.spawnSync([VIGIL, "--version"]).stdout.toString().trim();
   return `${availableParallelism()} CPUs (nproc), ${cpu}, Linux ${release()}, Bun ${Bun.version}, vigil ${version} (dist/vigil)`;
 }
 
-function table(headers: string[], rows: string[][], align: ("l" | "r")[]): string[] {
-  return [`| ${headers.join(" | ")} |`, `| ${align.map((a) => (a === "r" ? "---:" : "---")).join(" | ")} |`, ...rows.map((r) => `| ${r.join(" | ")} |`)];
-}
 
 interface Results {
   date: string;

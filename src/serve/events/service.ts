@@ -114,9 +114,6 @@ export class EventsService implements HubServices {
     return this.hubs.get(name)?.keepsAlive() ?? false;
   }
 
-  hub(name: string): EventsHub | undefined {
-    return this.hubs.get(name);
-  }
 
   /** Sessions a daemon opens at boot: the owner (when events are configured), then runtime restores. */
   async bootSessions(): Promise<string[]> {

@@ -22,9 +22,9 @@ import type { McpServerPool } from "../../../mcp/server-pool.ts";
 import { errorMessage } from "../../../shared/errors.ts";
 import { eventsCapability } from "../pure/capability.ts";
 import { EventsRpcError } from "../pure/errors.ts";
+import { SUBSCRIPTION_ID_META } from "../pure/json-head.ts";
 import { PushStream, type StreamNotification } from "./push-stream.ts";
 
-export const SUBSCRIPTION_ID_META = "io.modelcontextprotocol/subscriptionId";
 /** Unary `events/*` requests (list, poll) give up after this long. */
 export const RPC_TIMEOUT_MS = 30_000;
 const MAX_LIST_PAGES = 20;
