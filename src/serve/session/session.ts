@@ -10,6 +10,8 @@
  * - Injected event batches (`inject`) are tagged; `onRunSettled` reports which tags the model received
  *   in a run that succeeded (`delivered`) and which must be re-injected (`returned`).
  * - A runner that throws yields a stored `run_end` failed; the session goes back to idle and serves on.
+ * - A run's `run_end` is stored once the session is idle again (or runs the next queued run), so a
+ *   client that sees it and asks get_state or prompts finds the run over.
  */
 import type { ChatMessage } from "../models/types.ts";
 import type { Command, CommandName } from "../protocol/commands.ts";
@@ -45,7 +47,8 @@ interface ActiveRun {
   /** Emits from the runner are stored while true. */
   accepting: boolean;
   sawStart: boolean;
-  sawEnd: boolean;
+  /** The runner's own run_end, held until the session is idle again (see `finish`). */
+  end: FrameBody | null;
   done: Promise<void>;
 }
 
@@ -312,7 +315,7 @@ export class Session {
       taken: [],
       accepting: true,
       sawStart: false,
-      sawEnd: false,
+      end: null,
       done: Promise.resolve(),
     };
     this.run = run;
@@ -339,8 +342,8 @@ export class Session {
     const emit = (frame: FrameBody) => {
       if (!run.accepting) return;
       if (frame.type === "run_start") run.sawStart = true;
-      if (frame.type === "run_end") run.sawEnd = true;
-      this.store(frame);
+      if (frame.type === "run_end") run.end = frame;
+      else this.store(frame);
     };
     let outcome: RunOutcome;
     try {
@@ -351,12 +354,10 @@ export class Session {
     await this.finish(run, trigger, outcome);
   }
 
+  /** Settles a run; its run_end is stored after `this.run` is cleared (see the header). */
   private async finish(run: ActiveRun, trigger: string, outcome: RunOutcome): Promise<void> {
     run.accepting = false;
-    if (!run.sawEnd) {
-      if (!run.sawStart) this.store(runStartFrame(run.id, trigger));
-      this.store(runEndFrame(run.id, outcome.status, outcome.error));
-    }
+    if (!run.sawStart) this.store(runStartFrame(run.id, trigger));
     let synced = false;
     try {
       await this.transcript.sync();
@@ -370,6 +371,7 @@ export class Session {
     this.queues.requeueFront(s.requeue);
     this.conversation.push(...userMessages(s.keptPrompt), ...withoutPrompt(outcome.appended, run.prompt));
     this.run = null;
+    this.store(run.end ?? runEndFrame(run.id, outcome.status, outcome.error));
     const report: RunSettled = { runId: run.id, status: outcome.status, succeeded, delivered: s.delivered, returned: s.returned };
     for (const listener of [...this.settledListeners]) {
       try {
@@ -379,6 +381,8 @@ export class Session {
       }
     }
     this.startNext();
+    // The run_end itself: whoever awaits the run (close) finds it on disk. A failure is latched.
+    await this.transcript.sync().catch(() => {});
   }
 
   /** Starts a run with every queued follow-up, if any (and the session is open and idle). */

@@ -356,6 +356,50 @@ describe("state and transcript", () => {
     await waitFor(() => settled.length === 2, "both runs");
   });
 
+  test("a client that sees run_end finds the run over: get_state says idle and a prompt starts a run", async () => {
+    const fake = new FakeRunner();
+    const { s, settled } = await openSession(fake);
+    // Three ways a run ends: the runner's run_end ok, its run_end aborted, and a runner that throws.
+    const b = fake.blocking();
+    fake.next(async () => {
+      throw new Error("model down");
+    });
+    const answers: Promise<{ success: boolean }>[] = [];
+    s.subscribe((f) => {
+      if (f.type !== "run_end") return;
+      answers.push(s.handle({ type: "get_state", id: `g${answers.length}` }));
+    });
+    const r1 = ok<{ run_id: string }>(await s.handle(prompt("p1", "x"))).run_id;
+    await b.started.promise;
+    expect(ok<{ aborted: string }>(await s.handle({ type: "abort", id: "a1" })).aborted).toBe(r1);
+    await waitFor(() => settled.length === 1, "the aborted run");
+    ok(await s.handle(prompt("p2", "y")));
+    await waitFor(() => settled.length === 2, "the failed run");
+    ok(await s.handle(prompt("p3", "z")));
+    await waitFor(() => settled.length === 3, "the echo run");
+    const states = (await Promise.all(answers)).map((r) => ok<{ state: string; run_id?: string }>(r));
+    expect(states.map((d) => [d.state, d.run_id])).toEqual([
+      ["idle", undefined],
+      ["idle", undefined],
+      ["idle", undefined],
+    ]);
+    expect(settled.map((r) => r.status)).toEqual(["aborted", "failed", "ok"]);
+  });
+
+  test("a prompt sent on seeing run_end starts its own run instead of queueing behind the ended one", async () => {
+    const fake = new FakeRunner();
+    const { s, settled } = await openSession(fake);
+    const replies: Promise<{ success: boolean }>[] = [];
+    s.subscribe((f) => {
+      if (f.type === "run_end" && replies.length === 0) replies.push(s.handle(prompt("p2", "next")));
+    });
+    ok(await s.handle(prompt("p1", "first")));
+    await waitFor(() => settled.length === 2, "both runs");
+    const second = ok<Record<string, unknown>>(await replies[0]!);
+    expect(second.run_id).toEqual(expect.any(String));
+    expect(second.queued).toBeUndefined();
+  });
+
   test("mcp_events_* answer events_not_enabled until a handler is plugged in", async () => {
     const fake = new FakeRunner();
     const { s } = await openSession(fake);
