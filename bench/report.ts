@@ -27,3 +27,14 @@ export function cpuModel(): string {
     return "unknown CPU";
   }
 }
+
+/** Runs a harness's main: exits with its code; an escaped error is one line on stderr and exit 1. */
+export function runBench(main: () => Promise<number>): void {
+  main().then(
+    (code) => process.exit(code),
+    (e: unknown) => {
+      process.stderr.write(`bench: ${e instanceof Error ? e.stack ?? e.message : String(e)}\n`);
+      process.exit(1);
+    },
+  );
+}

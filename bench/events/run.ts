@@ -49,7 +49,7 @@ import { availableParallelism, loadavg, release, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { type MockModel, type RecordedRequest, startMockModel } from "../../test/fixtures/mock-model.ts";
 import { writeResultsSection } from "../results-file.ts";
-import { cpuModel, fmt, median, mib, table } from "../report.ts";
+import { cpuModel, fmt, median, mib, table, runBench } from "../report.ts";
 import { type Memory, cpuMsOf, memoryOf, selfCpuMs } from "../proc.ts";
 import { type Child, type LineHandler, spawnChild, stop, until, waitLine, waitStderr } from "../children.ts";
 
@@ -1036,10 +1036,4 @@ async function main(): Promise<number> {
   return 0;
 }
 
-main().then(
-  (code) => process.exit(code),
-  (e: unknown) => {
-    process.stderr.write(`bench: ${e instanceof Error ? e.stack ?? e.message : String(e)}\n`);
-    process.exit(1);
-  },
-);
+runBench(main);

@@ -39,7 +39,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSy
 import { availableParallelism, loadavg, release, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { writeResultsSection } from "../results-file.ts";
-import { cpuModel, fmt, median, mib, table } from "../report.ts";
+import { cpuModel, fmt, median, mib, table, runBench } from "../report.ts";
 import { type Memory, cpuMsOf, memoryOf, selfCpuMs } from "../proc.ts";
 import { type Child, spawnChild, stop, until, waitLine, waitStderr, within } from "../children.ts";
 
@@ -525,10 +525,4 @@ async function main(): Promise<number> {
   return 0;
 }
 
-main().then(
-  (code) => process.exit(code),
-  (e: unknown) => {
-    process.stderr.write(`bench: ${e instanceof Error ? e.message : String(e)}\n`);
-    process.exit(1);
-  },
-);
+runBench(main);

@@ -34,6 +34,7 @@
  * Every wait is bounded, every spawned process group is killed on every way out, and the whole run
  * stops by itself after DEADLINE_MS.
  */
+import { runBench } from "../report.ts";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { availableParallelism, loadavg, release, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -1056,10 +1057,4 @@ async function main(): Promise<number> {
   return 0;
 }
 
-main().then(
-  (code) => process.exit(code),
-  (e: unknown) => {
-    process.stderr.write(`bench: ${e instanceof Error ? e.message : String(e)}\n`);
-    process.exit(1);
-  },
-);
+runBench(main);
