@@ -1,6 +1,6 @@
 import { defineCommand } from "citty";
 import { checkPolicy } from "../policy/check.ts";
-import { pinServer, renderPinsYaml } from "../policy/pin.ts";
+import { pinServer, renderPinsYaml } from "../pin/pin.ts";
 import { usageError } from "../shared/errors.ts";
 import { writeStdout } from "../shared/output.ts";
 import { guarded } from "./_command.ts";

@@ -10,11 +10,11 @@
  *   `returned` (failed/aborted run, steer never seen) → its entries are ready again; after 3
  *   attempts an entry is dropped and reported.
  */
-import { errorMessage } from "../../shared/errors.ts";
-import { logLine } from "../../shared/log.ts";
-import type { McpEventStatusDetail } from "../protocol/frames.ts";
-import type { InjectResult, Injection, RunSettled, SessionState } from "../session/types.ts";
-import { renderBatch } from "./pure/batch-text.ts";
+import { errorMessage } from "../shared/errors.ts";
+import { logLine } from "../shared/log.ts";
+import type { McpEventStatusDetail } from "../serve/protocol/frames.ts";
+import type { InjectResult, Injection, RunSettled, SessionState } from "../serve/session/types.ts";
+import { renderBatch } from "./rules/batch-text.ts";
 import type { EventsStore } from "./store/events-store.ts";
 import type { PendingEntry } from "./types.ts";
 

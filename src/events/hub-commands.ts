@@ -9,7 +9,7 @@
  * - unsubscribe stops the loops and forgets the position (cursor, dedup window, runtime spec);
  *   for a configured subscription it also stops the retries until the next start.
  */
-import { errorMessage } from "../../shared/errors.ts";
+import { errorMessage } from "../shared/errors.ts";
 import {
   type AvailableEvents,
   type McpEventsListData,
@@ -17,10 +17,10 @@ import {
   type UnestablishedSubscription,
   errorResponse,
   okResponse,
-} from "../protocol/frames.ts";
-import type { EventsCommand } from "../session/types.ts";
+} from "../serve/protocol/frames.ts";
+import type { EventsCommand } from "../serve/session/types.ts";
 import { type EventsHub, type HubServices, sameSpec } from "./hub.ts";
-import { subscriptionKey } from "./pure/key.ts";
+import { subscriptionKey } from "./rules/key.ts";
 import type { SubscriptionSpec } from "./types.ts";
 
 /** The design sketch the wire follows (the client reports it in `mcp_events_list`). */

@@ -7,15 +7,15 @@
  * (unless notify) → dedup window → `mcp_event` frame. A session that never subscribes opens its
  * store read-only in effect: nothing is written while there is nothing to persist.
  */
-import { canonicalJson } from "../../shared/canonical-json.ts";
-import { errorMessage } from "../../shared/errors.ts";
-import { logLine } from "../../shared/log.ts";
-import type { ServeTuning } from "../config/tuning.ts";
-import { type McpEventStatusDetail, mcpEventFrame, mcpEventStatusFrame, type FrameBody, type McpEventOccurrence } from "../protocol/frames.ts";
-import type { EventsHandler, FrameListener } from "../session/types.ts";
+import { canonicalJson } from "../shared/canonical-json.ts";
+import { errorMessage } from "../shared/errors.ts";
+import { logLine } from "../shared/log.ts";
+import type { ServeTuning } from "../serve/config/tuning.ts";
+import { type McpEventStatusDetail, mcpEventFrame, mcpEventStatusFrame, type FrameBody, type McpEventOccurrence } from "../serve/protocol/frames.ts";
+import type { EventsHandler, FrameListener } from "../serve/session/types.ts";
 import { Coalescer, type InjectTarget } from "./coalescer.ts";
 import { type HubCommandContext, answerEventsCommand } from "./hub-commands.ts";
-import { subscriptionKey } from "./pure/key.ts";
+import { subscriptionKey } from "./rules/key.ts";
 import { EventsStore, type SubscriptionRecord } from "./store/events-store.ts";
 import type { Acceptance, SubscriptionHost } from "./subscription/host.ts";
 import { Subscription } from "./subscription/subscription.ts";

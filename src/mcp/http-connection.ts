@@ -15,7 +15,7 @@
  */
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { cappedSseStream } from "../serve/events/pure/oversized.ts";
+import { cappedSseStream } from "./caps/oversized.ts";
 import { checkedMaxMessageBytes, envMaxMessageBytes } from "./stdio-config.ts";
 import { OVERSIZED_RESPONSE_CODE } from "./stdio-framing.ts";
 import { ObservedTransport } from "./observed-transport.ts";

@@ -2,7 +2,7 @@
  * Reads a child's pipe through a LineSplitter and hands each frame over in order. Shared by the
  * stdout reader (messages) and the stderr forwarder (log lines) of a stdio server.
  */
-import type { Frame, LineSplitter } from "../wrap/line-splitter.ts";
+import type { Frame, LineSplitter } from "../shared/ndjson/line-splitter.ts";
 
 export interface LineReader {
   /** Settles when the stream ended, failed or was stopped; never rejects. */

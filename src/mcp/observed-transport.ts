@@ -11,7 +11,7 @@
  */
 import type { Transport, TransportSendOptions } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage, MessageExtraInfo, RequestId } from "@modelcontextprotocol/sdk/types.js";
-import { standInFromMessage } from "../serve/events/pure/oversized.ts";
+import { standInFromMessage } from "./caps/oversized.ts";
 import { errorMessage } from "../shared/errors.ts";
 import { logLine } from "../shared/log.ts";
 import { OVERSIZED_RESPONSE_CODE, OutstandingRequests } from "./stdio-framing.ts";

@@ -7,10 +7,10 @@
  * connection survives (serve.md §6 item 8).
  */
 import { type JSONRPCMessage, JSONRPCMessageSchema, type RequestId } from "@modelcontextprotocol/sdk/types.js";
-import { standInFromHead } from "../serve/events/pure/oversized.ts";
+import { standInFromHead } from "./caps/oversized.ts";
 import { preview } from "../shared/log.ts";
 import { recoverIdFromHead, recoverIdFromTail } from "../wrap/client-frames.ts";
-import { type Frame, joinParts } from "../wrap/line-splitter.ts";
+import { type Frame, joinParts } from "../shared/ndjson/line-splitter.ts";
 
 /** JSON-RPC code of the SDK's own transport-level failures (ErrorCode.ConnectionClosed). */
 export const OVERSIZED_RESPONSE_CODE = -32000;

@@ -7,7 +7,7 @@
  * operator's terminal.
  */
 import { logLine } from "../shared/log.ts";
-import { type Frame, LineSplitter } from "../wrap/line-splitter.ts";
+import { type Frame, LineSplitter } from "../shared/ndjson/line-splitter.ts";
 import { type LineReader, readLines } from "./line-reader.ts";
 
 /** Longer lines are cut to their first bytes (LineSplitter keeps a 4 KiB head of an over-cap line). */

@@ -19,7 +19,7 @@ import {
   tryStatus,
   within,
 } from "../shared/process-group.ts";
-import { type Frame, LineSplitter } from "../wrap/line-splitter.ts";
+import { type Frame, LineSplitter } from "../shared/ndjson/line-splitter.ts";
 import { checkedGraceMs, checkedMaxMessageBytes, envMaxMessageBytes, envShutdownGraceMs, serverEnvironment } from "./stdio-config.ts";
 import { type LineReader, readLines } from "./line-reader.ts";
 import { OutstandingRequests, decodeServerFrame } from "./stdio-framing.ts";

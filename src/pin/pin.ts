@@ -7,7 +7,7 @@ import { VERSION } from "../shared/build-info.ts";
 import { VigilError } from "../shared/errors.ts";
 import { spawnGroup, sweepGroup, within, type GroupChild } from "../shared/process-group.ts";
 import { StdioRpcClient } from "./stdio-rpc.ts";
-import { toolDefinitionDigest } from "./tool-definition.ts";
+import { toolDefinitionDigest } from "../policy/tool-definition.ts";
 
 export const PIN_PROTOCOL_VERSION = "2025-11-25";
 /** A server that paginates forever (or loops on a cursor) is cut off here. */

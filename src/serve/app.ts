@@ -29,7 +29,7 @@ import { createOpenAiModel } from "./models/openai.ts";
 import { type FrameBody, messageFrame } from "./protocol/frames.ts";
 import { type RunModel, runConversation } from "./run/run-loop.ts";
 import { createToolGateway } from "./run/tool-gateway.ts";
-import { DEFAULT_EVENTS_SESSION, EventsService } from "./events/service.ts";
+import { DEFAULT_EVENTS_SESSION, EventsService } from "./events-service.ts";
 import { Session } from "./session/session.ts";
 import type { FrameListener, Runner } from "./session/types.ts";
 import { DECISIONS_FILE, ensureSessionDir, ensureStateDir, isValidSessionName, resolveStateDir } from "./state/paths.ts";

@@ -11,16 +11,16 @@
  */
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
-import type { McpServerPool } from "../../mcp/server-pool.ts";
-import { errorMessage } from "../../shared/errors.ts";
-import { logLine } from "../../shared/log.ts";
-import type { ServeConfig } from "../config/schema.ts";
-import type { ServeTuning } from "../config/tuning.ts";
-import { isValidSessionName } from "../state/paths.ts";
-import { EventsHub, type HubServices, type HubSession } from "./hub.ts";
-import { EventsStore } from "./store/events-store.ts";
-import type { SubscriptionSpec } from "./types.ts";
-import { ServerEvents, type StreamBudget } from "./wire/server-events.ts";
+import type { McpServerPool } from "../mcp/server-pool.ts";
+import { errorMessage } from "../shared/errors.ts";
+import { logLine } from "../shared/log.ts";
+import type { ServeConfig } from "./config/schema.ts";
+import type { ServeTuning } from "./config/tuning.ts";
+import { isValidSessionName } from "./state/paths.ts";
+import { EventsHub, type HubServices, type HubSession } from "../events/hub.ts";
+import { EventsStore } from "../events/store/events-store.ts";
+import type { SubscriptionSpec } from "../events/types.ts";
+import { ServerEvents, type StreamBudget } from "../events/wire/server-events.ts";
 
 export const DEFAULT_EVENTS_SESSION = "mcp-events";
 

@@ -19,7 +19,7 @@ import type { FileSink } from "bun";
 import { errorMessage } from "../shared/errors.ts";
 import { logLine } from "../shared/log.ts";
 import { within } from "../shared/process-group.ts";
-import { ClientWriter } from "../wrap/client-writer.ts";
+import { ClientWriter } from "../shared/ndjson/line-writer.ts";
 import { type ServeApp, runBoundMs } from "./app.ts";
 import { NdjsonCommandReader, encodeFrame } from "./protocol/ndjson.ts";
 import type { ParseCommandResult } from "./protocol/parse-command.ts";

@@ -7,8 +7,8 @@
  * value is never printed, and a known secret is scrubbed from the finished text as a last guard.
  */
 import type * as v from "valibot";
-import { VigilError } from "../../shared/errors.ts";
-import { formatPolicyPath, type PathSegment } from "../../policy/policy-path.ts";
+import { VigilError } from "./errors.ts";
+import { formatPolicyPath, type PathSegment } from "../policy/policy-path.ts";
 
 /** Problems shown in one error; the rest are counted. */
 export const MAX_REPORTED_PROBLEMS = 20;

@@ -5,7 +5,7 @@ import { opendirSync } from "node:fs";
 import { join } from "node:path";
 import { CAPTURE_FILES } from "../evidence/format.ts";
 import { sha256Hex } from "../shared/digest.ts";
-import { hashBounded, readBounded } from "./bounded-file.ts";
+import { hashBounded, readBounded } from "../shared/durable/bounded-file.ts";
 import { BOUNDS, type CaptureFileName, type CaptureInput, type FileState } from "./capture-input.ts";
 
 const READ_LIMITS: Record<CaptureFileName, number | "hash"> = {

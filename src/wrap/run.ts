@@ -18,10 +18,10 @@ import {
   within,
 } from "../shared/process-group.ts";
 import type { SessionEnd } from "../evidence/records.ts";
-import { ClientWriter } from "./client-writer.ts";
+import { ClientWriter } from "../shared/ndjson/line-writer.ts";
 import { relayClientFrames } from "./client-relay.ts";
 import { writeCaptureManifest } from "./capture.ts";
-import { LineSplitter } from "./line-splitter.ts";
+import { LineSplitter } from "../shared/ndjson/line-splitter.ts";
 import type { WrapOptions } from "./options.ts";
 import { createCaptureDir, planOutputs } from "./output-plan.ts";
 import { openPolicyGate } from "./policy-gate.ts";

@@ -6,7 +6,7 @@
 import { logLine, preview } from "../shared/log.ts";
 import { boundedInfo, isRecord } from "./client-relay.ts";
 import { recoverIdFromHead, recoverIdFromTail } from "./client-frames.ts";
-import { type Frame, joinParts } from "./line-splitter.ts";
+import { type Frame, joinParts } from "../shared/ndjson/line-splitter.ts";
 import type { PendingRequest, ProxyState } from "./proxy-state.ts";
 import { SERVER_GONE, encodeLine, errorLine } from "./rpc-replies.ts";
 import { scanServerFrame } from "./server-frames.ts";

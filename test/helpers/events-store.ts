@@ -4,9 +4,9 @@
  */
 import { afterEach, expect } from "bun:test";
 import { join } from "node:path";
-import { EventsStore, type EventsStoreOptions } from "../../src/serve/events/store/events-store.ts";
-import type { EventsStoreError } from "../../src/serve/events/store/errors.ts";
-import { StateError } from "../../src/serve/state/errors.ts";
+import { EventsStore, type EventsStoreOptions } from "../../src/events/store/events-store.ts";
+import type { EventsStoreError } from "../../src/events/store/errors.ts";
+import { StateError } from "../../src/shared/durable/state-error.ts";
 import { EVENTS_LOG_FILE, EVENTS_SNAPSHOT_FILE } from "../../src/serve/state/paths.ts";
 import { type TmpDir, tmpDir } from "./fixture.ts";
 

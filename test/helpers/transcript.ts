@@ -2,7 +2,7 @@
 import { afterEach, expect } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { StateError } from "../../src/serve/state/errors.ts";
+import { StateError } from "../../src/shared/durable/state-error.ts";
 import { TRANSCRIPT_FILE } from "../../src/serve/state/paths.ts";
 import { Transcript, type TranscriptOptions } from "../../src/serve/state/transcript.ts";
 import { type TmpDir, tmpDir } from "./fixture.ts";

@@ -7,8 +7,8 @@
 import { afterEach, expect, test } from "bun:test";
 import { McpServerPool } from "../../src/mcp/server-pool.ts";
 import type { McpServerConfig } from "../../src/serve/config/schema.ts";
-import { EventsRefused, ServerEvents } from "../../src/serve/events/wire/server-events.ts";
-import type { PushStream } from "../../src/serve/events/wire/push-stream.ts";
+import { EventsRefused, ServerEvents } from "../../src/events/wire/server-events.ts";
+import type { PushStream } from "../../src/events/wire/push-stream.ts";
 import { type EventsFixtureEnv, eventsFixtureStdio, startEventsFixture, waitControl } from "../helpers/events-fixture.ts";
 import { Cleanups } from "../helpers/serve.ts";
 

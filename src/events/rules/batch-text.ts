@@ -6,7 +6,7 @@
  * operator's per-subscription instructions are trusted and stay outside the fences. The batch id in
  * the first line keeps two injections with the same content distinguishable in a transcript.
  */
-import { canonicalJson } from "../../../shared/canonical-json.ts";
+import { canonicalJson } from "../../shared/canonical-json.ts";
 
 export interface BatchEntry {
   server: string;

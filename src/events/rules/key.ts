@@ -3,7 +3,7 @@
  * so that `{a,b}` and `{b,a}` are one subscription. NUL separates the parts because neither a
  * configured server name nor an event name may contain it, and canonical JSON escapes it.
  */
-import { canonicalJson } from "../../../shared/canonical-json.ts";
+import { canonicalJson } from "../../shared/canonical-json.ts";
 
 const SEPARATOR = "\0";
 

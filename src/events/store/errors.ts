@@ -6,7 +6,7 @@
  * The base reason is the closest one StateErrorReason offers today (the state module has no
  * events-specific reasons yet); never one that another state file gives a stronger meaning.
  */
-import { StateError, type StateErrorReason } from "../../state/errors.ts";
+import { StateError, type StateErrorReason } from "../../shared/durable/state-error.ts";
 
 export type EventsStoreErrorKind =
   /** The snapshot failed validation or is not JSON: refused, never silently replaced by an empty state. */

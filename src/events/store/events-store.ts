@@ -11,10 +11,10 @@
  * Nothing is written until there is something to persist: a session that never subscribes leaves
  * no files behind.
  */
-import { errorMessage } from "../../../shared/errors.ts";
-import { logLine } from "../../../shared/log.ts";
-import { writeFileAtomic } from "../../state/atomic-file.ts";
-import { GroupCommit } from "../../state/group-commit.ts";
+import { errorMessage } from "../../shared/errors.ts";
+import { logLine } from "../../shared/log.ts";
+import { writeFileAtomic } from "../../shared/durable/atomic-file.ts";
+import { GroupCommit } from "../../shared/durable/group-commit.ts";
 import type { PendingEntry } from "../types.ts";
 import { EventsStoreError } from "./errors.ts";
 import { type Fault, LogFile, type WriteCounters } from "./log-file.ts";

@@ -15,9 +15,9 @@
  */
 import { constants } from "node:fs";
 import { type FileHandle, open } from "node:fs/promises";
-import { errnoCode, errorMessage } from "../../../shared/errors.ts";
-import { syncDir, writeFileAtomic } from "../../state/atomic-file.ts";
-import { FILE_MODE } from "../../state/paths.ts";
+import { errnoCode, errorMessage } from "../../shared/errors.ts";
+import { syncDir, writeFileAtomic } from "../../shared/durable/atomic-file.ts";
+import { FILE_MODE } from "../../serve/state/paths.ts";
 import { EventsStoreError } from "./errors.ts";
 
 export type FaultOp = "log_append" | "log_sync" | "compact" | "snapshot";

@@ -10,10 +10,10 @@
 import { constants } from "node:fs";
 import { type FileHandle, open } from "node:fs/promises";
 import { join } from "node:path";
-import { errnoCode, errorMessage } from "../../../shared/errors.ts";
-import { isMapping } from "../../config/schema.ts";
-import { scanLines } from "../../state/line-scan.ts";
-import { EVENTS_LOG_FILE, FILE_MODE } from "../../state/paths.ts";
+import { errnoCode, errorMessage } from "../../shared/errors.ts";
+import { isMapping } from "../../serve/config/schema.ts";
+import { scanLines } from "../../shared/durable/line-scan.ts";
+import { EVENTS_LOG_FILE, FILE_MODE } from "../../serve/state/paths.ts";
 import type { EventOccurrence, GapNotice, PendingEntry } from "../types.ts";
 import { EventsStoreError } from "./errors.ts";
 

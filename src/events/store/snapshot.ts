@@ -11,12 +11,12 @@
  */
 import { join } from "node:path";
 import * as v from "valibot";
-import { errorMessage } from "../../../shared/errors.ts";
-import { formatIssue } from "../../config/issues.ts";
-import { CONFIG_LIMITS, EVENT_ACTIONS, EVENT_DELIVERIES, isMapping } from "../../config/schema.ts";
-import { readSmallFile } from "../../state/atomic-file.ts";
-import { isStateError } from "../../state/errors.ts";
-import { EVENTS_SNAPSHOT_FILE } from "../../state/paths.ts";
+import { errorMessage } from "../../shared/errors.ts";
+import { formatIssue } from "../../shared/issues.ts";
+import { CONFIG_LIMITS, EVENT_ACTIONS, EVENT_DELIVERIES, isMapping } from "../../serve/config/schema.ts";
+import { readSmallFile } from "../../shared/durable/atomic-file.ts";
+import { isStateError } from "../../shared/durable/state-error.ts";
+import { EVENTS_SNAPSHOT_FILE } from "../../serve/state/paths.ts";
 import type { SubscriptionSpec } from "../types.ts";
 import { EventsStoreError } from "./errors.ts";
 

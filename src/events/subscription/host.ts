@@ -3,8 +3,8 @@
  * its server, the tuning knobs, and one path for everything that arrives — deduplicated, stored,
  * framed — plus durability and cursor persistence.
  */
-import type { ServeTuning } from "../../config/tuning.ts";
-import type { McpEventStatusDetail } from "../../protocol/frames.ts";
+import type { ServeTuning } from "../../serve/config/tuning.ts";
+import type { McpEventStatusDetail } from "../../serve/protocol/frames.ts";
 import type { EventDelivery, EventOccurrence, GapNotice } from "../types.ts";
 import type { ServerEvents } from "../wire/server-events.ts";
 import type { Subscription } from "./subscription.ts";

@@ -9,9 +9,9 @@
  * - `truncated` records a gap (frame, and a notice to the model).
  * Returns only when `signal` aborts; throws the first failed request (the caller classifies it).
  */
-import { errorMessage } from "../../../shared/errors.ts";
-import { EventsRpcError } from "../pure/errors.ts";
-import { adoptCursor, nextPollDelayMs, parsePollResult } from "../pure/poll-rules.ts";
+import { errorMessage } from "../../shared/errors.ts";
+import { EventsRpcError } from "../rules/errors.ts";
+import { adoptCursor, nextPollDelayMs, parsePollResult } from "../rules/poll-rules.ts";
 import type { EventOccurrence } from "../types.ts";
 import type { SubscriptionHost } from "./host.ts";
 import { abortableSleep } from "./sleep.ts";

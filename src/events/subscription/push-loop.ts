@@ -11,9 +11,9 @@
  * - A full queue or an overflowing stream buffer → drain what arrived before it, cancel, reconnect
  *   at once; a stream the server closed → reconnect with backoff (2^n s, cap 30 s).
  */
-import { errorMessage } from "../../../shared/errors.ts";
-import { EventsRpcError } from "../pure/errors.ts";
-import { adoptCursor, backoffMs } from "../pure/poll-rules.ts";
+import { errorMessage } from "../../shared/errors.ts";
+import { EventsRpcError } from "../rules/errors.ts";
+import { adoptCursor, backoffMs } from "../rules/poll-rules.ts";
 import type { EventOccurrence } from "../types.ts";
 import type { PushStream, StreamNotification } from "../wire/push-stream.ts";
 import type { SubscriptionHost } from "./host.ts";

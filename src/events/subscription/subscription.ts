@@ -15,11 +15,11 @@
  *   been missed.
  * A runtime subscription's first failure fails its `mcp_events_subscribe` (see `ready`).
  */
-import type { SubscriptionState, SubscriptionStatus } from "../../protocol/frames.ts";
-import { EventsRpcError, classifyEventsError, describeRpcError, toEventsRpcError } from "../pure/errors.ts";
-import { chooseDeliveryMode } from "../pure/negotiate.ts";
-import { backoffMs } from "../pure/poll-rules.ts";
-import { DedupWindow } from "../pure/dedup.ts";
+import type { SubscriptionState, SubscriptionStatus } from "../../serve/protocol/frames.ts";
+import { EventsRpcError, classifyEventsError, describeRpcError, toEventsRpcError } from "../rules/errors.ts";
+import { chooseDeliveryMode } from "../rules/negotiate.ts";
+import { backoffMs } from "../rules/poll-rules.ts";
+import { DedupWindow } from "../rules/dedup.ts";
 import type { EventDelivery, SubscriptionSpec } from "../types.ts";
 import { EventsRefused } from "../wire/server-events.ts";
 import type { SubscriptionHost } from "./host.ts";

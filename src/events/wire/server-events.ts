@@ -18,11 +18,11 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { McpError, ResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import type { McpServerPool } from "../../../mcp/server-pool.ts";
-import { errorMessage } from "../../../shared/errors.ts";
-import { eventsCapability } from "../pure/capability.ts";
-import { EventsRpcError } from "../pure/errors.ts";
-import { SUBSCRIPTION_ID_META } from "../pure/json-head.ts";
+import type { McpServerPool } from "../../mcp/server-pool.ts";
+import { errorMessage } from "../../shared/errors.ts";
+import { eventsCapability } from "../rules/capability.ts";
+import { EventsRpcError } from "../rules/errors.ts";
+import { SUBSCRIPTION_ID_META } from "../../shared/ndjson/message-head.ts";
 import { PushStream, type StreamNotification } from "./push-stream.ts";
 
 /** Unary `events/*` requests (list, poll) give up after this long. */

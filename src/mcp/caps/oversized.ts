@@ -11,9 +11,9 @@
  * be an event and marked `$ambiguous`, unless the head already proves it is a request or a response:
  * a wrong guess costs one spurious gap notice, the other way round an event would vanish silently.
  */
-import { SUBSCRIPTION_ID_META, scanHead } from "./json-head.ts";
+import { SUBSCRIPTION_ID_META, scanHead } from "../../shared/ndjson/message-head.ts";
 
-export { SUBSCRIPTION_ID_META } from "./json-head.ts";
+export { SUBSCRIPTION_ID_META } from "../../shared/ndjson/message-head.ts";
 
 export const EVENT_METHOD = "notifications/events/event";
 /** How much of an over-cap message is kept for the decision: what the transports keep too. */

@@ -13,7 +13,7 @@
  * is never sent verbatim. An unset variable is an error naming the variable and the path.
  * Errors never include the value being expanded.
  */
-import { formatPath } from "./issues.ts";
+import { formatPath } from "../../shared/issues.ts";
 import type { PathSegment } from "../../policy/policy-path.ts";
 import type { ServeConfig } from "./schema.ts";
 

@@ -15,7 +15,7 @@ import { VigilError, errnoCode, errorMessage } from "../../shared/errors.ts";
 import { decodeUtf8Strict } from "../../shared/strict-json.ts";
 import { parseJsonPolicy } from "../../policy/json-document.ts";
 import { expandConfig, type Env } from "./expand.ts";
-import { configError, formatIssue } from "./issues.ts";
+import { configError, formatIssue } from "../../shared/issues.ts";
 import { registerSecretPaths } from "./redact.ts";
 import { CONFIG_LIMITS, RawServeConfigSchema, ServeConfigSchema, isMapping, type ServeConfig } from "./schema.ts";
 

@@ -6,7 +6,7 @@
  * never in the config at all (see `modelApiKey`). The expanded paths are remembered per config
  * object by the loader; a config built elsewhere (or a copy) still gets the by-position redaction.
  */
-import { formatPath, REDACTED } from "./issues.ts";
+import { formatPath, REDACTED } from "../../shared/issues.ts";
 import type { PathSegment } from "../../policy/policy-path.ts";
 import type { ServeConfig } from "./schema.ts";
 

@@ -6,7 +6,7 @@
  * recover the command's `id`), and a `too_large` response comes out once its newline arrives.
  * Blank lines (and a trailing "\r") are skipped.
  */
-import { type Frame as Line, joinParts, LineSplitter } from "../../wrap/line-splitter.ts";
+import { type Frame as Line, joinParts, LineSplitter } from "../../shared/ndjson/line-splitter.ts";
 import { PROTOCOL_LIMITS } from "./commands.ts";
 import type { FrameBody } from "./frames.ts";
 import { type ParseCommandResult, parseCommand, tooLarge } from "./parse-command.ts";

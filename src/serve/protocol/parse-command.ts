@@ -5,7 +5,7 @@
  * contains the refused value (so a prompt's text never lands in an error).
  */
 import * as v from "valibot";
-import { formatIssue } from "../config/issues.ts";
+import { formatIssue } from "../../shared/issues.ts";
 import { isMapping } from "../config/schema.ts";
 import { parseStrictJson } from "../../shared/strict-json.ts";
 import { type Command, type CommandId, type CommandName, CommandSchema, isCommandId, isCommandName, PROTOCOL_LIMITS } from "./commands.ts";

@@ -12,7 +12,7 @@ import { lstatSync, mkdirSync, type Stats } from "node:fs";
 import { homedir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
 import { errnoCode, errorMessage } from "../../shared/errors.ts";
-import { StateError } from "./errors.ts";
+import { StateError } from "../../shared/durable/state-error.ts";
 
 export const SESSIONS_DIR = "sessions";
 export const TRANSCRIPT_FILE = "transcript.jsonl";

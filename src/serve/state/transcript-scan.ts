@@ -3,8 +3,8 @@
  * `{"seq":N,"time":"`, so a record's seq is read from its first bytes without decoding the line;
  * a sparse index of byte offsets; and the open-time recovery scan that finds the torn tail.
  */
-import { StateError } from "./errors.ts";
-import { type ReadAt, scanLines } from "./line-scan.ts";
+import { StateError } from "../../shared/durable/state-error.ts";
+import { type ReadAt, scanLines } from "../../shared/durable/line-scan.ts";
 
 const PREFIX = /^\{"seq":([1-9]\d{0,15}),"time":"/;
 

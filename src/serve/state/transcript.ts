@@ -18,9 +18,9 @@
 import { closeSync, constants, fchmodSync, fdatasync, fstatSync, ftruncateSync, openSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { errnoCode, errorMessage } from "../../shared/errors.ts";
-import { StateError } from "./errors.ts";
-import { GroupCommit } from "./group-commit.ts";
-import { type ReadAt, fdReader } from "./line-scan.ts";
+import { StateError } from "../../shared/durable/state-error.ts";
+import { GroupCommit } from "../../shared/durable/group-commit.ts";
+import { type ReadAt, fdReader } from "../../shared/durable/line-scan.ts";
 import { FILE_MODE, TRANSCRIPT_FILE } from "./paths.ts";
 import { SparseIndex, readPage, recoverScan } from "./transcript-scan.ts";
 

@@ -10,9 +10,9 @@
 import { constants } from "node:fs";
 import { type FileHandle, open, rename, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
-import { readBounded } from "../../verify/bounded-file.ts";
-import { StateError } from "./errors.ts";
-import { FILE_MODE } from "./paths.ts";
+import { readBounded } from "./bounded-file.ts";
+import { StateError } from "./state-error.ts";
+import { FILE_MODE } from "../../serve/state/paths.ts";
 
 export type AtomicWriteStage = "after_write" | "before_rename" | "after_rename";
 

@@ -3,7 +3,7 @@
  * reaches the command's error boundary prints one line with the right exit code; callers that
  * answer a client (an HTTP 400, a `response` frame) switch on `reason`.
  */
-import { type ErrorCode, VigilError } from "../../shared/errors.ts";
+import { type ErrorCode, VigilError } from "../errors.ts";
 
 export type StateErrorReason =
   /** A session name outside `^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`, or containing `..`. */

@@ -5,7 +5,7 @@
  * memory stays bounded by one batch.
  */
 import type { FileSink } from "bun";
-import { sinkWrite } from "../shared/sink.ts";
+import { sinkWrite } from "../sink.ts";
 import { coalesceRuns } from "./byte-runs.ts";
 
 /** Bytes handed to a sink before waiting for the pipe to take them. */

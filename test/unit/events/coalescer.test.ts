@@ -5,8 +5,8 @@
 import { afterEach, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Coalescer, type InjectTarget, MAX_ATTEMPTS, MAX_BATCH } from "../../../src/serve/events/coalescer.ts";
-import { EventsStore } from "../../../src/serve/events/store/events-store.ts";
+import { Coalescer, type InjectTarget, MAX_ATTEMPTS, MAX_BATCH } from "../../../src/events/coalescer.ts";
+import { EventsStore } from "../../../src/events/store/events-store.ts";
 import type { Injection, RunSettled, SessionState } from "../../../src/serve/session/types.ts";
 import { tmpDir, waitUntil } from "../../helpers/fixture.ts";
 

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { type BatchEntry, MAX_PAYLOAD_TEXT_BYTES, payloadText, renderBatch } from "../../../src/serve/events/pure/batch-text.ts";
+import { type BatchEntry, MAX_PAYLOAD_TEXT_BYTES, payloadText, renderBatch } from "../../../src/events/rules/batch-text.ts";
 
 const occurrence = (over: Partial<BatchEntry> = {}, event: Record<string, unknown> = {}): BatchEntry => ({
   server: "tickets",

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { eventsCapability } from "../../../src/serve/events/pure/capability.ts";
+import { eventsCapability } from "../../../src/events/rules/capability.ts";
 
 const init = (capabilities: unknown) => ({ protocolVersion: "2025-11-25", capabilities, serverInfo: { name: "s", version: "1" } });
 

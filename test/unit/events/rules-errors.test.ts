@@ -5,7 +5,7 @@ import {
   describeRpcError,
   escapeBounded,
   toEventsRpcError,
-} from "../../../src/serve/events/pure/errors.ts";
+} from "../../../src/events/rules/errors.ts";
 
 const SKETCH = { notFound: -32011, forbidden: -32012, exhausted: -32013, unsupported: -32014, callback: -32015 };
 const SEP = { notFound: -32023, forbidden: -32024, exhausted: -32025, unsupported: -32026, callback: -32027 };

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { DedupWindow } from "../../../src/serve/events/pure/dedup.ts";
-import { parseSubscriptionKey, subscriptionKey } from "../../../src/serve/events/pure/key.ts";
+import { DedupWindow } from "../../../src/events/rules/dedup.ts";
+import { parseSubscriptionKey, subscriptionKey } from "../../../src/events/rules/key.ts";
 
 describe("subscriptionKey", () => {
   test("argument key order (at any depth) does not change the key", () => {

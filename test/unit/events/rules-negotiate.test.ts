@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { chooseDeliveryMode, offeredModes } from "../../../src/serve/events/pure/negotiate.ts";
+import { chooseDeliveryMode, offeredModes } from "../../../src/events/rules/negotiate.ts";
 
 const ALL = { webhook: true, push: true };
 const NO_WEBHOOK = { webhook: false, push: true };

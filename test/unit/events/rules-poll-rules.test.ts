@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { adoptCursor, backoffMs, nextPollDelayMs, parsePollResult } from "../../../src/serve/events/pure/poll-rules.ts";
+import { adoptCursor, backoffMs, nextPollDelayMs, parsePollResult } from "../../../src/events/rules/poll-rules.ts";
 
 describe("parsePollResult", () => {
   test("a full result", () => {

@@ -2,9 +2,9 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, statSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { EventsStore, type EventsStoreOptions, type FaultOp, maxLogFileBytes } from "../../../src/serve/events/store/events-store.ts";
-import { serializeAdd } from "../../../src/serve/events/store/pending-log.ts";
-import type { PendingEntry } from "../../../src/serve/events/types.ts";
+import { EventsStore, type EventsStoreOptions, type FaultOp, maxLogFileBytes } from "../../../src/events/store/events-store.ts";
+import { serializeAdd } from "../../../src/events/store/pending-log.ts";
+import type { PendingEntry } from "../../../src/events/types.ts";
 import { setQuiet } from "../../../src/shared/log.ts";
 import { logFile, rejection, snapFile, storeHarness } from "../../helpers/events-store.ts";
 

@@ -1,10 +1,10 @@
 /** The events store: the pending queue, its bounds, the snapshot, and what each commit writes (serve.md §3, §6 item 5). */
 import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, lstatSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { EventsStore, type EventsStoreOptions } from "../../../src/serve/events/store/events-store.ts";
-import { EventsStoreError } from "../../../src/serve/events/store/errors.ts";
-import { serializeAdd } from "../../../src/serve/events/store/pending-log.ts";
-import type { PendingEntry, SubscriptionSpec } from "../../../src/serve/events/types.ts";
+import { EventsStore, type EventsStoreOptions } from "../../../src/events/store/events-store.ts";
+import { EventsStoreError } from "../../../src/events/store/errors.ts";
+import { serializeAdd } from "../../../src/events/store/pending-log.ts";
+import type { PendingEntry, SubscriptionSpec } from "../../../src/events/types.ts";
 import { EVENTS_SNAPSHOT_FILE } from "../../../src/serve/state/paths.ts";
 import { waitUntil } from "../../helpers/fixture.ts";
 import { logFile, rejection, snapFile, storeHarness } from "../../helpers/events-store.ts";

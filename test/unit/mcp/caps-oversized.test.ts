@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { judgeHead, standInFromHead, standInFromMessage } from "../../../src/serve/events/pure/oversized.ts";
+import { judgeHead, standInFromHead, standInFromMessage } from "../../../src/mcp/caps/oversized.ts";
 
 const enc = new TextEncoder();
 /** The first `n` bytes of a message, as a transport keeps them. */

@@ -10,7 +10,7 @@ import { cappedFetch } from "../../../src/mcp/http-connection.ts";
 import { ObservedTransport } from "../../../src/mcp/observed-transport.ts";
 import { OutstandingRequests, decodeServerFrame } from "../../../src/mcp/stdio-framing.ts";
 import { StdioMcpTransport } from "../../../src/mcp/stdio-transport.ts";
-import { LineSplitter } from "../../../src/wrap/line-splitter.ts";
+import { LineSplitter } from "../../../src/shared/ndjson/line-splitter.ts";
 import { waitUntil } from "../../helpers/fixture.ts";
 
 const enc = new TextEncoder();

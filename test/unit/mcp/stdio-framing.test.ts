@@ -8,7 +8,7 @@ import {
 import { OVERSIZED_RESPONSE_CODE, OutstandingRequests, decodeServerFrame } from "../../../src/mcp/stdio-framing.ts";
 import { escapeControls, stderrLineText } from "../../../src/mcp/stdio-stderr.ts";
 import { VigilError } from "../../../src/shared/errors.ts";
-import { type Frame, LineSplitter } from "../../../src/wrap/line-splitter.ts";
+import { type Frame, LineSplitter } from "../../../src/shared/ndjson/line-splitter.ts";
 
 const enc = new TextEncoder();
 const CAP = 256;

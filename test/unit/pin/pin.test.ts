@@ -5,7 +5,7 @@ import { join, resolve } from "node:path";
 import { canonicalSha256 } from "../../../src/shared/digest.ts";
 import { VigilError } from "../../../src/shared/errors.ts";
 import { parsePolicy } from "../../../src/policy/load.ts";
-import { pinServer, renderPinsYaml } from "../../../src/policy/pin.ts";
+import { pinServer, renderPinsYaml } from "../../../src/pin/pin.ts";
 import { PIN_SERVER_TOOLS } from "../../fixtures/servers/pin-server.ts";
 
 const SERVER = resolve(import.meta.dir, "../../fixtures/servers/pin-server.ts");

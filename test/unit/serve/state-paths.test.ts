@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { chmodSync, lstatSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { StateError } from "../../../src/serve/state/errors.ts";
+import { StateError } from "../../../src/shared/durable/state-error.ts";
 import {
   DECISIONS_FILE,
   EVENTS_LOG_FILE,

@@ -1,8 +1,8 @@
 /** Atomic snapshot writes and bounded small-file reads (serve.md §3 snapshot rule). */
 import { afterEach, describe, expect, test } from "bun:test";
 import { lstatSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
-import { type AtomicWriteStage, readSmallFile, writeFileAtomic } from "../../../src/serve/state/atomic-file.ts";
-import { StateError } from "../../../src/serve/state/errors.ts";
+import { type AtomicWriteStage, readSmallFile, writeFileAtomic } from "../../../src/shared/durable/atomic-file.ts";
+import { StateError } from "../../../src/shared/durable/state-error.ts";
 import { type TmpDir, tmpDir } from "../../helpers/fixture.ts";
 
 let tmp: TmpDir;

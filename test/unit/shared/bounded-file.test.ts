@@ -1,7 +1,7 @@
 /** Reading capture files without trusting them: regular files only, hard byte limits (verify.md). */
 import { afterEach, describe, expect, test } from "bun:test";
 import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
-import { hashBounded, readBounded } from "../../../src/verify/bounded-file.ts";
+import { hashBounded, readBounded } from "../../../src/shared/durable/bounded-file.ts";
 import { type TmpDir, tmpDir } from "../../helpers/fixture.ts";
 import { sha256Hex } from "../../helpers/capture.ts";
 

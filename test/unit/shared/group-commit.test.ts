@@ -1,6 +1,6 @@
 /** Group commit on its own: sharing, coverage, failure propagation (serve.md §3). */
 import { describe, expect, test } from "bun:test";
-import { GroupCommit } from "../../../src/serve/state/group-commit.ts";
+import { GroupCommit } from "../../../src/shared/durable/group-commit.ts";
 
 function harness() {
   const h = {

@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { type Frame, LineSplitter, OVERSIZED_HEAD_BYTES } from "../../../src/wrap/line-splitter.ts";
+import { type Frame, LineSplitter, OVERSIZED_HEAD_BYTES } from "../../../src/shared/ndjson/line-splitter.ts";
 
 const enc = (s: string) => Buffer.from(s);
 const text = (f: Frame) => (f.kind === "line" ? Buffer.from(f.bytes).toString() : `<oversized ${f.length}>`);
