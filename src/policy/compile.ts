@@ -4,7 +4,7 @@
  */
 import { createArgumentSchemaCompiler, type ArgumentValidator } from "./argument-schema.ts";
 import { compilePattern, firstMatch, type ToolNamePattern } from "./pattern.ts";
-import { formatPolicyPath } from "./policy-path.ts";
+import { formatDocumentPath } from "../shared/document-path.ts";
 import type { PolicyDocument, UnconstrainedMode } from "./schema.ts";
 
 export interface RateLimit {
@@ -37,7 +37,7 @@ export function compilePolicy(document: PolicyDocument): PolicyCompile {
   for (const [tool, schema] of entries) {
     const compiled = compile!(schema);
     if (!compiled.ok) {
-      return { ok: false, message: `${formatPolicyPath(["arguments", tool])}: invalid JSON Schema: ${compiled.message}` };
+      return { ok: false, message: `${formatDocumentPath(["arguments", tool])}: invalid JSON Schema: ${compiled.message}` };
     }
     validators.set(tool, compiled.validate);
   }

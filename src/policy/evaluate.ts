@@ -10,7 +10,7 @@
 import { argumentViolations } from "./argument-schema.ts";
 import { nameRuling, type CompiledPolicy } from "./compile.ts";
 import { allowDecision, denyDecision, type Decision } from "./decision.ts";
-import { formatPolicyPath } from "./policy-path.ts";
+import { formatDocumentPath } from "../shared/document-path.ts";
 import { hasToken, type PolicySession } from "./session.ts";
 
 const isMapping = (x: unknown): x is Record<string, unknown> =>
@@ -33,7 +33,7 @@ export function evaluateToolCall(policy: CompiledPolicy, session: PolicySession,
 function checkPin(policy: CompiledPolicy, session: PolicySession, name: string): Decision | null {
   const pinned = policy.pins.get(name);
   if (pinned === undefined) return null;
-  const rule = formatPolicyPath(["pins", name]);
+  const rule = formatDocumentPath(["pins", name]);
   const seen = session.definitions.get(name);
   // Unlike Assay, a pin is enforced before any tools/list was seen: unverified means refused.
   if (seen === undefined) {
@@ -68,7 +68,7 @@ function checkNameAndArguments(policy: CompiledPolicy, name: string, args: Recor
   }
   const validate = policy.argumentValidators.get(name);
   if (validate) {
-    const rule = formatPolicyPath(["arguments", name]);
+    const rule = formatDocumentPath(["arguments", name]);
     const violations = argumentViolations(validate, args);
     if (violations.length > 0) {
       return denyDecision("E_ARG_SCHEMA", "arguments do not match the policy's schema for this tool", rule, violations);

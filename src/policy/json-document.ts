@@ -4,7 +4,7 @@
  * it happened, recovered by re-walking the (valid up to that point) text, plus line and column.
  */
 import { parseStrictJson } from "../shared/strict-json.ts";
-import { formatPolicyPath, type PathSegment } from "./policy-path.ts";
+import { formatDocumentPath, type PathSegment } from "../shared/document-path.ts";
 import { MAX_POLICY_DEPTH, type SourceParse } from "./document-source.ts";
 
 export function parseJsonPolicy(text: string): SourceParse {
@@ -14,7 +14,7 @@ export function parseJsonPolicy(text: string): SourceParse {
   const what = result.message.replace(/ at offset \d+$/, "");
   const path = result.offset < text.length ? pathAt(text, result.offset) : [];
   if (result.fault === "duplicate_key" && text[result.offset] === '"') path.push(readString(text, result.offset).value);
-  const where = formatPolicyPath(path);
+  const where = formatDocumentPath(path);
   return { ok: false, message: `${where === "" ? "" : `${where}: `}${what} (line ${line}, column ${column})` };
 }
 

@@ -4,7 +4,7 @@
  * Schema messages are the "expected …" half of an error; formatIssue adds the path and "got …".
  */
 import * as v from "valibot";
-import { describeValue, formatPolicyPath, type PathSegment } from "./policy-path.ts";
+import { describeValue, formatDocumentPath, type PathSegment } from "../shared/document-path.ts";
 
 const isMapping = (x: unknown): x is Record<string, unknown> =>
   typeof x === "object" && x !== null && !Array.isArray(x);
@@ -109,10 +109,10 @@ export function checkPolicyDocument(value: unknown): DocumentCheck {
 
 function formatIssue(issue: v.BaseIssue<unknown>): string {
   const segments: PathSegment[] = (issue.path ?? []).map((item) => item.key as PathSegment);
-  const at = formatPolicyPath(segments);
+  const at = formatDocumentPath(segments);
   const prefix = at === "" ? "" : `${at}: `;
   if (issue.type === "strict_object" && issue.expected === "never") {
-    const known = KNOWN_KEYS[formatPolicyPath(segments.slice(0, -1))];
+    const known = KNOWN_KEYS[formatDocumentPath(segments.slice(0, -1))];
     return `${prefix}unknown key${known ? ` (expected one of: ${known.join(", ")})` : ""}`;
   }
   if (issue.type === "strict_object" && issue.input === undefined && segments.length > 0) {

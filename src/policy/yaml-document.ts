@@ -9,7 +9,7 @@
  */
 import { LineCounter, isAlias, isMap, isScalar, isSeq, parseDocument, type Node } from "yaml";
 import { MAX_POLICY_DEPTH, type SourceParse } from "./document-source.ts";
-import { formatPolicyPath, type PathSegment } from "./policy-path.ts";
+import { formatDocumentPath, type PathSegment } from "../shared/document-path.ts";
 
 export function parseYamlPolicy(text: string): SourceParse {
   const lines = new LineCounter();
@@ -52,7 +52,7 @@ interface Refusal {
 }
 
 function refuse(path: PathSegment[], what: string, node: Node | unknown): Refusal {
-  const where = formatPolicyPath(path);
+  const where = formatDocumentPath(path);
   const range = (node as { range?: [number, number, number] | null }).range;
   return { what: where === "" ? what : `${where}: ${what}`, offset: range?.[0] };
 }

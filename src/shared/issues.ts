@@ -8,7 +8,7 @@
  */
 import type * as v from "valibot";
 import { VigilError } from "./errors.ts";
-import { formatPolicyPath, type PathSegment } from "../policy/policy-path.ts";
+import { formatDocumentPath, type PathSegment } from "./document-path.ts";
 
 /** Problems shown in one error; the rest are counted. */
 export const MAX_REPORTED_PROBLEMS = 20;
@@ -21,7 +21,7 @@ const MIN_SCRUB_CHARS = 4;
 
 /** `model.base_url`, `mcp_servers[0].headers.Authorization`, `headers["x y"]`. */
 export function formatPath(segments: readonly PathSegment[]): string {
-  return formatPolicyPath(segments);
+  return formatDocumentPath(segments);
 }
 
 /** One line for one valibot issue; never includes the refused value. */

@@ -14,7 +14,7 @@
  * Errors never include the value being expanded.
  */
 import { formatPath } from "../../shared/issues.ts";
-import type { PathSegment } from "../../policy/policy-path.ts";
+import type { PathSegment } from "../../shared/document-path.ts";
 import type { ServeConfig } from "./schema.ts";
 
 export type Env = Readonly<Record<string, string | undefined>>;

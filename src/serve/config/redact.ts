@@ -7,7 +7,7 @@
  * object by the loader; a config built elsewhere (or a copy) still gets the by-position redaction.
  */
 import { formatPath, REDACTED } from "../../shared/issues.ts";
-import type { PathSegment } from "../../policy/policy-path.ts";
+import type { PathSegment } from "../../shared/document-path.ts";
 import type { ServeConfig } from "./schema.ts";
 
 const secretPathsByConfig = new WeakMap<ServeConfig, ReadonlySet<string>>();

@@ -12,6 +12,7 @@ import { lstatSync, mkdirSync, type Stats } from "node:fs";
 import { homedir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
 import { errnoCode, errorMessage } from "../../shared/errors.ts";
+import { DIR_MODE, FILE_MODE } from "../../shared/durable/modes.ts";
 import { StateError } from "../../shared/durable/state-error.ts";
 
 export const SESSIONS_DIR = "sessions";
@@ -20,8 +21,7 @@ export const EVENTS_SNAPSHOT_FILE = "mcp-events.json";
 export const EVENTS_LOG_FILE = "mcp-events.log";
 export const DECISIONS_FILE = "decisions.ndjson";
 
-export const DIR_MODE = 0o700;
-export const FILE_MODE = 0o600;
+export { DIR_MODE, FILE_MODE };
 
 const SESSION_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 

@@ -12,7 +12,7 @@ import { type FileHandle, open, rename, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { readBounded } from "./bounded-file.ts";
 import { StateError } from "./state-error.ts";
-import { FILE_MODE } from "../../serve/state/paths.ts";
+import { FILE_MODE } from "./modes.ts";
 
 export type AtomicWriteStage = "after_write" | "before_rename" | "after_rename";
 

@@ -1,5 +1,5 @@
 /**
- * How a place inside a policy document is written in messages and in `matched_rule`:
+ * How a place inside a document (a policy, a config) is written in messages and in `matched_rule`:
  * `tools.allow[2]`, `limits.rate.calls`, `arguments.read_file`, `pins["my tool"]`.
  */
 
@@ -9,7 +9,7 @@ const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_-]*$/;
 const MAX_KEY_CHARS = 80;
 
 /** Dotted path; keys that are not plain identifiers are bracketed and JSON-quoted (bounded). */
-export function formatPolicyPath(segments: readonly PathSegment[]): string {
+export function formatDocumentPath(segments: readonly PathSegment[]): string {
   let out = "";
   for (const segment of segments) {
     if (typeof segment === "number") out += `[${segment}]`;
