@@ -4,8 +4,10 @@
  * (bar one type guard) so every module can import it without pulling in the others.
  */
 
-export type EventDelivery = "poll" | "push" | "webhook";
-export type EventAction = "notify" | "follow_up" | "steer";
+import type { EVENT_ACTIONS, EVENT_DELIVERIES } from "./config.ts";
+
+export type EventDelivery = (typeof EVENT_DELIVERIES)[number];
+export type EventAction = (typeof EVENT_ACTIONS)[number];
 
 /** One occurrence as the server sent it (unknown keys kept). */
 export interface EventOccurrence {

@@ -18,7 +18,7 @@
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { CallToolResult, Implementation, Tool } from "@modelcontextprotocol/sdk/types.js";
-import type { McpServerConfig } from "../serve/config/schema.ts";
+import type { McpServerConfig } from "./server-config.ts";
 import { errorMessage } from "../shared/errors.ts";
 import { logLine } from "../shared/log.ts";
 import { signalGroup, within } from "../shared/process-group.ts";
@@ -62,9 +62,9 @@ export interface CallToolOptions {
   timeoutMs?: number;
 }
 
-interface Entry {
+interface Entry<C extends McpServerConfig = McpServerConfig> {
   name: string;
-  config: McpServerConfig;
+  config: C;
   secrets: string[];
   status: ServerStatus;
   client: Client | null;
@@ -72,13 +72,14 @@ interface Entry {
   stdio: StdioMcpTransport | null;
 }
 
-export class McpServerPool {
-  private readonly entries = new Map<string, Entry>();
+/** `C`: the config entries as the embedding config has them (they may carry more keys, e.g. `events`). */
+export class McpServerPool<C extends McpServerConfig = McpServerConfig> {
+  private readonly entries = new Map<string, Entry<C>>();
   private closing: Promise<void> | null = null;
   /** Set before any connection is closed, so their onclose handlers know the pool did it. */
   private closeRequested = false;
 
-  private constructor(configs: readonly McpServerConfig[]) {
+  private constructor(configs: readonly C[]) {
     for (const config of configs) {
       this.entries.set(config.name, {
         name: config.name,
@@ -93,8 +94,8 @@ export class McpServerPool {
   }
 
   /** Connects every server in parallel; resolves once each is connected or failed. Never rejects. */
-  static async connect(configs: readonly McpServerConfig[], options: McpServerPoolOptions): Promise<McpServerPool> {
-    const pool = new McpServerPool(configs);
+  static async connect<C extends McpServerConfig>(configs: readonly C[], options: McpServerPoolOptions): Promise<McpServerPool<C>> {
+    const pool = new McpServerPool<C>(configs);
     await Promise.all([...pool.entries.values()].map((entry) => pool.connectOne(entry, options)));
     return pool;
   }
@@ -132,7 +133,7 @@ export class McpServerPool {
   }
 
   /** The configured server entry, or undefined. */
-  serverConfig(server: string): McpServerConfig | undefined {
+  serverConfig(server: string): C | undefined {
     return this.entries.get(server)?.config;
   }
 

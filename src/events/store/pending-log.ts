@@ -11,7 +11,7 @@ import { constants } from "node:fs";
 import { type FileHandle, open } from "node:fs/promises";
 import { join } from "node:path";
 import { errnoCode, errorMessage } from "../../shared/errors.ts";
-import { isMapping } from "../../serve/config/schema.ts";
+import { isRecord } from "../../shared/guards.ts";
 import { scanLines } from "../../shared/durable/line-scan.ts";
 import { EVENTS_LOG_FILE, FILE_MODE } from "../../serve/state/paths.ts";
 import type { EventOccurrence, GapNotice, PendingEntry } from "../types.ts";
@@ -53,10 +53,10 @@ const isSeq = (x: unknown): x is number => typeof x === "number" && Number.isSaf
  * have the shape of one. The event itself is kept as sent (its unknown keys are the server's).
  */
 export function asEntry(x: unknown): PendingEntry | null {
-  if (!isMapping(x)) return null;
+  if (!isRecord(x)) return null;
   const { seq, action, server, name, arguments: args, instructions, event } = x;
   if (!isSeq(seq) || (action !== "follow_up" && action !== "steer")) return null;
-  if (typeof server !== "string" || typeof name !== "string" || !isMapping(args) || !isMapping(event)) return null;
+  if (typeof server !== "string" || typeof name !== "string" || !isRecord(args) || !isRecord(event)) return null;
   if (instructions !== undefined && typeof instructions !== "string") return null;
   const entry: PendingEntry = { seq, action, server, name, arguments: args, event: event as EventOccurrence | GapNotice };
   if (instructions !== undefined) entry.instructions = instructions;
@@ -137,7 +137,7 @@ function applyLine(bytes: Buffer, live: Map<number, LiveEntry>, state: { maxSeq:
   } catch {
     return false;
   }
-  if (!isMapping(record)) return false;
+  if (!isRecord(record)) return false;
   if ("add" in record) {
     const entry = asEntry(record.add);
     if (entry === null) return false;

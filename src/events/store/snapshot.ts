@@ -11,12 +11,14 @@
  */
 import { join } from "node:path";
 import * as v from "valibot";
+import { MCP_SERVER_LIMITS } from "../../mcp/server-config.ts";
+import { isRecord } from "../../shared/guards.ts";
 import { errorMessage } from "../../shared/errors.ts";
 import { formatIssue } from "../../shared/issues.ts";
-import { CONFIG_LIMITS, EVENT_ACTIONS, EVENT_DELIVERIES, isMapping } from "../../serve/config/schema.ts";
 import { readSmallFile } from "../../shared/durable/atomic-file.ts";
 import { isStateError } from "../../shared/durable/state-error.ts";
 import { EVENTS_SNAPSHOT_FILE } from "../../serve/state/paths.ts";
+import { EVENTS_CONFIG_LIMITS, EVENT_ACTIONS, EVENT_DELIVERIES } from "../config.ts";
 import type { SubscriptionSpec } from "../types.ts";
 import { EventsStoreError } from "./errors.ts";
 
@@ -65,20 +67,20 @@ function integer(min: number) {
 }
 
 const SpecSchema = v.pipe(
-  v.custom<unknown>(isMapping, "expected an object"),
+  v.custom<unknown>(isRecord, "expected an object"),
   v.strictObject({
-    server: v.pipe(text(CONFIG_LIMITS.serverNameChars, 1), v.regex(SERVER_NAME, "expected a server name")),
-    name: text(CONFIG_LIMITS.eventNameChars, 1),
-    arguments: v.custom<Record<string, unknown>>(isMapping, "expected an object"),
+    server: v.pipe(text(MCP_SERVER_LIMITS.serverNameChars, 1), v.regex(SERVER_NAME, "expected a server name")),
+    name: text(EVENTS_CONFIG_LIMITS.eventNameChars, 1),
+    arguments: v.custom<Record<string, unknown>>(isRecord, "expected an object"),
     delivery: v.optional(v.picklist(EVENT_DELIVERIES, 'expected "poll" | "push" | "webhook"')),
     action: v.picklist(EVENT_ACTIONS, 'expected "notify" | "follow_up" | "steer"'),
-    instructions: v.optional(text(CONFIG_LIMITS.instructionsChars)),
+    instructions: v.optional(text(EVENTS_CONFIG_LIMITS.instructionsChars)),
     max_age_ms: v.optional(integer(1)),
   }),
 );
 
 export const RecordSchema = v.pipe(
-  v.custom<unknown>(isMapping, "expected an object"),
+  v.custom<unknown>(isRecord, "expected an object"),
   v.strictObject({
     cursor: v.nullable(text(SNAPSHOT_LIMITS.cursorChars)),
     recent: v.pipe(
@@ -90,7 +92,7 @@ export const RecordSchema = v.pipe(
 );
 
 const SubscriptionsSchema = v.pipe(
-  v.custom<Record<string, unknown>>(isMapping, "expected an object"),
+  v.custom<Record<string, unknown>>(isRecord, "expected an object"),
   // Counted and screened before the entries are validated, so a huge map is refused cheaply.
   v.check((m) => Object.keys(m).length <= SNAPSHOT_LIMITS.subscriptions, `expected at most ${SNAPSHOT_LIMITS.subscriptions} subscriptions`),
   v.check((m) => Object.keys(m).every((k) => !RESERVED_KEYS.has(k)), "a subscription key is not supported"),
@@ -98,7 +100,7 @@ const SubscriptionsSchema = v.pipe(
 );
 
 const SnapshotSchema = v.pipe(
-  v.custom<unknown>(isMapping, "expected a JSON object"),
+  v.custom<unknown>(isRecord, "expected a JSON object"),
   v.strictObject({
     version: v.literal(SNAPSHOT_VERSION, `expected version "${SNAPSHOT_VERSION}"`),
     subscriptions: SubscriptionsSchema,

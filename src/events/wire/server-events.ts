@@ -19,6 +19,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { McpError, ResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { McpServerPool } from "../../mcp/server-pool.ts";
+import type { EventsServerConfig } from "../config.ts";
 import { errorMessage } from "../../shared/errors.ts";
 import { eventsCapability } from "../rules/capability.ts";
 import { EventsRpcError } from "../rules/errors.ts";
@@ -58,7 +59,7 @@ export class ServerEvents {
   private droppedIds = 0;
 
   constructor(
-    private readonly pool: McpServerPool,
+    private readonly pool: McpServerPool<EventsServerConfig>,
     readonly server: string,
     private readonly budget: StreamBudget = { open: 0, max: Number.POSITIVE_INFINITY },
   ) {}
