@@ -15,7 +15,8 @@
  */
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { cappedSseStream } from "./caps/oversized.ts";
+import { isRecord } from "../shared/guards.ts";
+import { cappedSseStream } from "./caps/sse-cap.ts";
 import { checkedMaxMessageBytes, envMaxMessageBytes } from "./stdio-config.ts";
 import { OVERSIZED_RESPONSE_CODE } from "./stdio-framing.ts";
 import { ObservedTransport } from "./observed-transport.ts";
@@ -109,7 +110,7 @@ function singleMessage(body: unknown): { method?: unknown; id?: unknown; params?
   if (typeof body !== "string" || body.length > 64 * 1024) return null;
   try {
     const parsed = JSON.parse(body) as unknown;
-    return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? (parsed as { method?: unknown }) : null;
+    return isRecord(parsed) ? parsed : null;
   } catch {
     return null;
   }

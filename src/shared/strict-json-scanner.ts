@@ -2,7 +2,16 @@
  * The precise strict-JSON scanner: walks every token, iteratively, and reports the first failure
  * with its kind and offset. strict-json.ts runs it when its fast path finds anything amiss.
  */
-import type { StrictJsonFailure, StrictJsonFault } from "./strict-json.ts";
+
+export type StrictJsonFault = "invalid_utf8" | "syntax" | "duplicate_key" | "non_finite_number" | "too_deep";
+
+export interface StrictJsonFailure {
+  ok: false;
+  fault: StrictJsonFault;
+  message: string;
+  /** UTF-16 offset into the decoded text where the problem was found. */
+  offset: number;
+}
 
 export function scanStrictJson(text: string, maxDepth: number): StrictJsonFailure | null {
   return new Scanner(text, maxDepth).run();

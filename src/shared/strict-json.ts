@@ -10,17 +10,9 @@
  * The scan validates; JSON.parse then materializes the (now known-good, depth-bounded) text.
  * Used by `verify` for every record and by `wrap` for every client frame.
  */
-import { scanStrictJson } from "./strict-json-scanner.ts";
+import { type StrictJsonFailure, scanStrictJson } from "./strict-json-scanner.ts";
 
-export type StrictJsonFault = "invalid_utf8" | "syntax" | "duplicate_key" | "non_finite_number" | "too_deep";
-
-export interface StrictJsonFailure {
-  ok: false;
-  fault: StrictJsonFault;
-  message: string;
-  /** UTF-16 offset into the decoded text where the problem was found. */
-  offset: number;
-}
+export type { StrictJsonFailure, StrictJsonFault } from "./strict-json-scanner.ts";
 
 export type StrictJsonResult = { ok: true; value: unknown } | StrictJsonFailure;
 

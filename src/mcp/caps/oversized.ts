@@ -11,6 +11,7 @@
  * be an event and marked `$ambiguous`, unless the head already proves it is a request or a response:
  * a wrong guess costs one spurious gap notice, the other way round an event would vanish silently.
  */
+import { isRecord } from "../../shared/guards.ts";
 import { SUBSCRIPTION_ID_META, scanHead } from "../../shared/ndjson/message-head.ts";
 
 export { SUBSCRIPTION_ID_META } from "../../shared/ndjson/message-head.ts";
@@ -79,9 +80,9 @@ export function standInFromHead(head: Uint8Array): StandIn | null {
 
 /** The same decision for an over-cap message that was parsed (the SDK's HTTP transport parses). */
 export function standInFromMessage(message: unknown): StandIn | null {
-  if (!isObject(message) || message.method !== EVENT_METHOD) return null;
-  const params = isObject(message.params) ? message.params : {};
-  const meta = isObject(params._meta) ? params._meta : {};
+  if (!isRecord(message) || message.method !== EVENT_METHOD) return null;
+  const params = isRecord(message.params) ? message.params : {};
+  const meta = isRecord(params._meta) ? params._meta : {};
   const subscriptionId = meta[SUBSCRIPTION_ID_META];
   return standIn(
     {
@@ -110,8 +111,3 @@ function standIn(
   return { jsonrpc: "2.0", method: EVENT_METHOD, params };
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-export { SseCapFilter, cappedSseStream, type CappedSseOptions } from "./sse-cap.ts";

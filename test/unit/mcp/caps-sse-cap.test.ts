@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { SseCapFilter, cappedSseStream } from "../../../src/mcp/caps/oversized.ts";
+import { SseCapFilter, cappedSseStream } from "../../../src/mcp/caps/sse-cap.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
