@@ -5,7 +5,7 @@ BUN := .tools/node_modules/.bin/bun
 export PATH := $(CURDIR)/.tools/node_modules/.bin:$(PATH)
 
 .DEFAULT_GOAL := help
-.PHONY: help install build demo test typecheck check bench clean
+.PHONY: help install build demo test typecheck layers check bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 12
@@ -31,7 +31,10 @@ test: build ## run every test suite (unit, integration, e2e against dist/vigil)
 typecheck: install ## type-check src, test, scripts and bench
 	$(BUN) x tsc --noEmit -p .
 
-check: typecheck test ## type-check, then test
+layers: install ## the layer gate: import rules, circles and file sizes of src/ (scripts/layers.json)
+	$(BUN) scripts/check-layers.ts
+
+check: layers typecheck test ## the layer gate, type-check, then test
 
 bench: build ## run the benchmark harnesses (results: bench/RESULTS.md)
 	$(BUN) bench/wrap/run.ts
