@@ -9,7 +9,7 @@
 import { type JSONRPCMessage, JSONRPCMessageSchema, type RequestId } from "@modelcontextprotocol/sdk/types.js";
 import { standInFromHead } from "./caps/oversized.ts";
 import { preview } from "../shared/log.ts";
-import { recoverIdFromHead, recoverIdFromTail } from "../wrap/client-frames.ts";
+import { recoverIdFromHead, recoverIdFromTail } from "../shared/ndjson/message-head.ts";
 import { type Frame, joinParts } from "../shared/ndjson/line-splitter.ts";
 
 /** JSON-RPC code of the SDK's own transport-level failures (ErrorCode.ConnectionClosed). */

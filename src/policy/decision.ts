@@ -17,13 +17,15 @@ export const REASON_CODES = [
   "E_TOOL_UNCONSTRAINED",
   /** Decided by the proxy, not the policy: a requested evidence writer failed (wrap.md §1). */
   "E_EVIDENCE_UNAVAILABLE",
+  /** No policy governs the call (wrap --allow-all, serve without `policy`): allowed and recorded (wrap.md §1). */
+  "no_policy",
 ] as const;
 
 export type ReasonCode = (typeof REASON_CODES)[number];
 
 export interface Decision {
   decision: "allow" | "deny";
-  /** P_ALLOW, or the E_… code; an allow may carry E_TOOL_UNCONSTRAINED (unconstrained: warn). */
+  /** P_ALLOW, no_policy, or the E_… code; an allow may carry E_TOOL_UNCONSTRAINED (unconstrained: warn). */
   reason_code: ReasonCode;
   /** One sentence, e.g. "tool is on the deny list". */
   reason: string;
@@ -37,12 +39,17 @@ export function allowDecision(reason_code: "P_ALLOW" | "E_TOOL_UNCONSTRAINED", r
 }
 
 export function denyDecision(
-  reason_code: Exclude<ReasonCode, "P_ALLOW">,
+  reason_code: Exclude<ReasonCode, "P_ALLOW" | "no_policy">,
   reason: string,
   matched_rule: string | null,
   violations: Violation[] = [],
 ): Decision {
   return { decision: "deny", reason_code, reason, matched_rule, violations };
+}
+
+/** The allow of a call no policy governs; `reason` says why there is none (e.g. --allow-all). */
+export function noPolicyDecision(reason: string): Decision {
+  return { decision: "allow", reason_code: "no_policy", reason, matched_rule: null, violations: [] };
 }
 
 /** The proxy's fail-closed denial once a requested evidence writer has failed. */

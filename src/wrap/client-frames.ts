@@ -4,12 +4,14 @@
  * otherwise run a call vigil never evaluated (a missing "jsonrpc", a batch, or a duplicated
  * "params" key that a last-wins parser reads differently from us).
  */
+import { isRecord } from "../shared/guards.ts";
+import { ID_HEAD_BYTES, type JsonRpcId, recoverIdFromHead, scanHead } from "../shared/ndjson/message-head.ts";
 import { decodeUtf8Strict, parseStrictJson } from "../shared/strict-json.ts";
 
 /** Client frames may nest tool arguments; deeper than this is refused before parsing. */
 export const CLIENT_MAX_DEPTH = 64;
 
-export type JsonRpcId = string | number;
+export type { JsonRpcId };
 
 export type ClientFrame =
   | { kind: "request"; id: JsonRpcId; idKey: string; method: string; params: unknown }
@@ -65,7 +67,7 @@ const FAULT_TEXT: Record<string, string> = {
 function lenientId(text: string): JsonRpcId | null {
   try {
     const v: unknown = JSON.parse(text);
-    if (typeof v === "object" && v !== null && !Array.isArray(v)) return validId((v as Record<string, unknown>).id);
+    if (isRecord(v)) return validId(v.id);
   } catch {
     // not even lenient JSON (a depth bomb may overflow JSON.parse)
   }
@@ -73,38 +75,10 @@ function lenientId(text: string): JsonRpcId | null {
 }
 
 /**
- * Only an id that is certainly top-level (leading, see LEADING_ID): a nested "id" in params must
- * never be answered, and the tail of a line that failed to parse proves nothing about nesting.
+ * Only an id that is certainly top-level (read structurally from the head, shared/ndjson/message-head.ts):
+ * a nested "id" in params must never be answered, and the tail of a line that failed to parse
+ * proves nothing about nesting.
  */
 function anchoredId(text: string): JsonRpcId | null {
-  return recoverIdFromHead(Buffer.from(text.slice(0, 4096), "latin1"));
+  return scanHead(text.slice(0, ID_HEAD_BYTES)).id ?? null;
 }
-
-/**
- * The id of an over-cap message from its bounded head, only where it is certainly the top-level id:
- * the first member, or the second after "jsonrpc". A nested "id" deeper in the payload never matches.
- */
-const LEADING_ID = /^\s*\{\s*(?:"jsonrpc"\s*:\s*"[^"\\]{0,16}"\s*,\s*)?"id"\s*:\s*("(?:[^"\\\n]|\\.){0,256}"|-?\d{1,20})\s*[,}]/;
-
-export function recoverIdFromHead(head: Uint8Array): JsonRpcId | null {
-  const text = Buffer.from(head.buffer, head.byteOffset, Math.min(head.byteLength, 4096)).toString("latin1");
-  return parseIdToken(LEADING_ID.exec(text)?.[1]);
-}
-
-/** Same for the tail: the id as the last member of the top-level object ({"result":…,"id":7}). */
-const TRAILING_ID = /[,{]\s*"id"\s*:\s*("(?:[^"\\\n]|\\.){0,256}"|-?\d{1,20})\s*}\s*$/;
-
-export function recoverIdFromTail(tail: Uint8Array): JsonRpcId | null {
-  const text = Buffer.from(tail.buffer, tail.byteOffset, tail.byteLength).toString("latin1");
-  return parseIdToken(TRAILING_ID.exec(text)?.[1]);
-}
-
-function parseIdToken(token: string | undefined): JsonRpcId | null {
-  if (token === undefined) return null;
-  try {
-    return validId(JSON.parse(token));
-  } catch {
-    return null;
-  }
-}
-

@@ -6,15 +6,17 @@
  * are decided), then the forwarded lines go to the server in as few writes as possible. A line is
  * therefore never forwarded before its decision is on record.
  */
-import { evidenceUnavailableDecision } from "../policy/decision.ts";
+import { governCall } from "../policy/governed-call.ts";
 import { canonicalSha256, sha256Hex } from "../shared/digest.ts";
+import { isRecord } from "../shared/guards.ts";
 import { logLine } from "../shared/log.ts";
 import { sinkWrite } from "../shared/sink.ts";
 import { coalesceRuns } from "../shared/ndjson/byte-runs.ts";
 import { FLUSH_EVERY_BYTES } from "../shared/ndjson/line-writer.ts";
-import { type ClientFrame, classifyClientLine, recoverIdFromHead, recoverIdFromTail } from "./client-frames.ts";
+import { recoverIdFromHead, recoverIdFromTail } from "../shared/ndjson/message-head.ts";
+import { type ClientFrame, classifyClientLine } from "./client-frames.ts";
 import { type Frame, joinParts } from "../shared/ndjson/line-splitter.ts";
-import { type GateDecision, denyResultLine } from "./policy-gate.ts";
+import { denyResultLine } from "./policy-gate.ts";
 import type { ProxyState } from "./proxy-state.ts";
 import { errorLine } from "./rpc-replies.ts";
 
@@ -75,33 +77,26 @@ export async function relayClientFrames(state: ProxyState, frames: Frame[]): Pro
 /** Evaluates a tools/call and records the decision; returns the deny reply, or null to forward. */
 function admitToolCall(state: ProxyState, msg: Request, tool: string | undefined, line: Uint8Array): OwnReply | null {
   const startedMs = performance.now();
-  let decision = state.policy.evaluate(msg.params);
-  const evidenceDown = state.evidence.unavailable && state.onEvidenceFailure === "deny";
-  if (evidenceDown) decision = evidenceUnavailableDecision();
-  // Dry run never blocks on policy, but a failed evidence writer still closes the gate.
-  let wouldDeny = state.policy.dryRun && decision.decision === "deny" && !evidenceDown;
-  if (state.evidence.keepsDecisions) {
-    const recorded = state.evidence.recordDecision({
+  const call = governCall({
+    decision: state.policy.evaluate(msg.params),
+    evidence: { down: state.evidence.unavailable, onFailure: state.onEvidenceFailure },
+    dryRun: state.policy.dryRun,
+  });
+  const recorded =
+    !state.evidence.keepsDecisions ||
+    state.evidence.recordDecision({
       request_id: msg.id,
       tool: tool ?? null,
-      decision: wouldDeny ? "would_deny" : decision.decision,
-      reason_code: decision.reason_code,
-      reason: decision.reason,
-      matched_rule: decision.matched_rule,
+      ...call.record,
       arguments_sha256: canonicalSha256(toolArguments(msg.params)),
     });
-    // Fail closed: a call is forwarded only after its decision is on record.
-    if (!recorded && state.onEvidenceFailure === "deny") {
-      decision = evidenceUnavailableDecision();
-      wouldDeny = false;
-    }
-  }
-  if (decision.decision === "allow" || wouldDeny) {
+  const fate = recorded ? call.ifRecorded : call.ifNotRecorded;
+  if (fate.action === "forward") {
     state.policy.forwarded();
     return null;
   }
   return {
-    line: denyResultLine(msg.id, tool ?? null, decision as GateDecision),
+    line: denyResultLine(msg.id, tool ?? null, fate.decision),
     receipt: { id: msg.id, method: msg.method, ...(tool === undefined ? {} : { tool }), request: line, outcome: "denied" },
     startedMs,
     startedWallMs: Date.now(),
@@ -183,8 +178,4 @@ function clientInfo(params: unknown): { name: string; version: string } | null {
 export function boundedInfo(info: Record<string, unknown>): { name: string; version: string } {
   const text = (v: unknown) => (typeof v === "string" ? v.slice(0, 256) : "");
   return { name: text(info.name), version: text(info.version) };
-}
-
-export function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
 }

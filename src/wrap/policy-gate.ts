@@ -2,23 +2,22 @@
  * The proxy's view of the policy engine: one mutable holder around the pure engine
  * (src/policy), so the relays need not thread session state through every call.
  */
-import { type Decision, denyDecision } from "../policy/decision.ts";
+import { type Decision, denyDecision, noPolicyDecision } from "../policy/decision.ts";
 import { denyReplyResult } from "../policy/deny-reply.ts";
 import { evaluateToolCall } from "../policy/evaluate.ts";
 import { loadPolicyFile } from "../policy/load.ts";
 import { createPolicySession, recordForwardedCall } from "../policy/session.ts";
 import { observeToolsList, visibleTools } from "../policy/tool-definition.ts";
+import { isRecord } from "../shared/guards.ts";
 import type { JsonRpcId } from "./client-frames.ts";
 import type { WrapOptions } from "./options.ts";
 import { resultLine } from "./rpc-replies.ts";
-
-export type GateDecision = Omit<Decision, "reason_code"> & { reason_code: string };
 
 export interface PolicyGate {
   readonly digest: string | null;
   readonly fileSha256: string | null;
   readonly dryRun: boolean;
-  evaluate(params: unknown): GateDecision;
+  evaluate(params: unknown): Decision;
   /** The call was forwarded to the server (consumes limits). */
   forwarded(): void;
   /** Records listed tool definitions (pins); returns the filtered list when hide_denied changed it, else null. */
@@ -53,9 +52,9 @@ function allowAllGate(): PolicyGate {
     fileSha256: null,
     dryRun: false,
     evaluate: (params) => {
-      const name = typeof params === "object" && params !== null ? (params as Record<string, unknown>).name : undefined;
+      const name = isRecord(params) ? params.name : undefined;
       if (typeof name !== "string") return denyDecision("E_INVALID_CALL", "tools/call params.name is missing or not a string", null);
-      return { decision: "allow", reason_code: "no_policy", reason: "no policy: observe only (--allow-all)", matched_rule: null, violations: [] };
+      return noPolicyDecision("no policy: observe only (--allow-all)");
     },
     forwarded: () => {},
     observeTools: () => null,
@@ -63,6 +62,6 @@ function allowAllGate(): PolicyGate {
 }
 
 /** The JSON-RPC line answering a denied call (wrap.md §4.4). */
-export function denyResultLine(id: JsonRpcId, tool: string | null, decision: GateDecision): Uint8Array {
-  return resultLine(id, denyReplyResult(decision as Decision, tool));
+export function denyResultLine(id: JsonRpcId, tool: string | null, decision: Decision): Uint8Array {
+  return resultLine(id, denyReplyResult(decision, tool));
 }

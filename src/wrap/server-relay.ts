@@ -4,8 +4,9 @@
  * hide_denied). Everything else is classified by a top-level scan.
  */
 import { logLine, preview } from "../shared/log.ts";
-import { boundedInfo, isRecord } from "./client-relay.ts";
-import { recoverIdFromHead, recoverIdFromTail } from "./client-frames.ts";
+import { isRecord } from "../shared/guards.ts";
+import { boundedInfo } from "./client-relay.ts";
+import { recoverIdFromHead, recoverIdFromTail } from "../shared/ndjson/message-head.ts";
 import { type Frame, joinParts } from "../shared/ndjson/line-splitter.ts";
 import type { PendingRequest, ProxyState } from "./proxy-state.ts";
 import { SERVER_GONE, encodeLine, errorLine } from "./rpc-replies.ts";

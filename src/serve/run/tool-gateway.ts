@@ -20,18 +20,22 @@
  * - Without a policy every call is allowed and recorded with reason_code `no_policy`.
  * - With a decision log, a failed write denies the call with `E_EVIDENCE_UNAVAILABLE` (fail closed,
  *   the default) unless `onEvidenceFailure` is "continue"; once the log is poisoned every later
- *   call is denied the same way.
+ *   call is denied the same way. These rules are wrap's, applied by the one pure function
+ *   (policy/governed-call.ts); serve has no dry run, and its evidence is down once this session's
+ *   decision log has failed.
  */
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { DecisionRecorder } from "../../evidence/decision-recorder.ts";
 import type { McpServerPool, PoolTool } from "../../mcp/server-pool.ts";
-import { type Decision, allowDecision, denyDecision, evidenceUnavailableDecision } from "../../policy/decision.ts";
+import { type Decision, type ReasonCode, denyDecision, noPolicyDecision } from "../../policy/decision.ts";
 import { denyReplyResult } from "../../policy/deny-reply.ts";
 import { evaluateToolCall } from "../../policy/evaluate.ts";
+import { governCall } from "../../policy/governed-call.ts";
 import type { LoadedPolicy } from "../../policy/load.ts";
 import { type PolicySession, createPolicySession, recordForwardedCall } from "../../policy/session.ts";
 import { observeToolsList, visibleTools } from "../../policy/tool-definition.ts";
 import { canonicalSha256 } from "../../shared/digest.ts";
+import { isRecord } from "../../shared/guards.ts";
 import { type ToolCall, type ToolSpec, isToolArgumentsError } from "../models/types.ts";
 
 /** Largest tool result text handed to the model (UTF-8 bytes); the rest is cut with a note. */
@@ -60,7 +64,7 @@ export interface ToolOutcome {
   tool: string;
   argumentsSha256: string;
   /** The policy's reason code (or "no_policy"); null when no decision was made (unknown tool). */
-  reasonCode: string | null;
+  reasonCode: ReasonCode | null;
 }
 
 export type DecidedCall = Pick<ToolOutcome, "server" | "tool" | "argumentsSha256" | "decision">;
@@ -76,11 +80,9 @@ export interface ToolGateway {
   call(runId: string, call: ToolCall, signal: AbortSignal, onDecided?: (d: DecidedCall) => void | Promise<void>): Promise<ToolOutcome>;
 }
 
-const isMapping = (x: unknown): x is Record<string, unknown> => typeof x === "object" && x !== null && !Array.isArray(x);
-
 export function createToolGateway(options: ToolGatewayOptions): ToolGateway {
   const { pool, policy, decisions, sessionId } = options;
-  const failClosed = (options.onEvidenceFailure ?? "deny") === "deny";
+  const onEvidenceFailure = options.onEvidenceFailure ?? "deny";
   const sessions = new Map<string, PolicySession>();
   let known = new Map<string, PoolTool>();
   let evidenceDown = false;
@@ -125,10 +127,10 @@ export function createToolGateway(options: ToolGatewayOptions): ToolGateway {
 
   function decide(server: string, tool: string, args: unknown): Decision {
     if (isToolArgumentsError(args)) return denyDecision("E_INVALID_CALL", "tools/call params.arguments is not valid JSON", null);
-    if (args !== undefined && args !== null && !isMapping(args)) {
+    if (args !== undefined && args !== null && !isRecord(args)) {
       return denyDecision("E_INVALID_CALL", "tools/call params.arguments is not an object", null);
     }
-    if (policy === null) return { ...allowDecision("P_ALLOW", "no policy is configured", null), reason_code: "no_policy" as Decision["reason_code"] };
+    if (policy === null) return noPolicyDecision("no policy is configured");
     return evaluateToolCall(policy.policy, sessionOf(server)!, { name: tool, arguments: args ?? {} }, performance.now());
   }
 
@@ -154,33 +156,28 @@ export function createToolGateway(options: ToolGatewayOptions): ToolGateway {
       };
     }
     const { server, tool } = target;
-    let decision = evidenceDown && failClosed ? evidenceUnavailableDecision() : decide(server, tool, tc.arguments);
+    const governed = governCall({
+      decision: decide(server, tool, tc.arguments),
+      evidence: { down: evidenceDown, onFailure: onEvidenceFailure },
+      dryRun: false, // serve.md §5 has no dry run
+    });
+    let recorded = true;
     if (decisions !== null) {
       // Recorded before the call is made: a call reaches the server only once its decision is on record.
-      const ok = decisions.record(sessionId, server, {
-        request_id: tc.id,
-        tool,
-        decision: decision.decision,
-        reason_code: decision.reason_code,
-        reason: decision.reason,
-        matched_rule: decision.matched_rule,
-        arguments_sha256: argumentsSha256,
-      });
-      if (!ok) {
-        evidenceDown = true;
-        if (failClosed) decision = evidenceUnavailableDecision();
-      }
+      recorded = decisions.record(sessionId, server, { request_id: tc.id, tool, ...governed.record, arguments_sha256: argumentsSha256 });
+      if (!recorded) evidenceDown = true;
     }
-    const base = { server, tool, argumentsSha256, reasonCode: decision.reason_code as string };
-    await onDecided?.({ server, tool, argumentsSha256, decision: decision.decision });
-    if (decision.decision === "deny") {
-      const text = isToolArgumentsError(tc.arguments) && decision.reason_code === "E_INVALID_CALL"
+    const fate = recorded ? governed.ifRecorded : governed.ifNotRecorded;
+    const base = { server, tool, argumentsSha256, reasonCode: fate.decision.reason_code };
+    await onDecided?.({ server, tool, argumentsSha256, decision: fate.action === "forward" ? "allow" : "deny" });
+    if (fate.action === "deny") {
+      const text = isToolArgumentsError(tc.arguments) && fate.decision.reason_code === "E_INVALID_CALL"
         ? `vigil: ${tc.arguments.message}`
-        : denyReplyResult(decision, tool).content[0].text;
+        : denyReplyResult(fate.decision, tool).content[0].text;
       return { ...base, text, isError: true, decision: "deny" };
     }
     const s = sessionOf(server);
-    if (s !== null) sessions.set(server, recordForwardedCall(s, performance.now()));
+    if (fate.consumesLimits && s !== null) sessions.set(server, recordForwardedCall(s, performance.now()));
     const result = await pool.callTool(tc.name, (tc.arguments ?? {}) as Record<string, unknown>, {
       signal,
       ...(options.callTimeoutMs === undefined ? {} : { timeoutMs: options.callTimeoutMs }),
@@ -199,7 +196,7 @@ export function createToolGateway(options: ToolGatewayOptions): ToolGateway {
 export function resultText(result: CallToolResult, maxBytes = MAX_TOOL_RESULT_BYTES): string {
   const parts: string[] = [];
   for (const item of (Array.isArray(result.content) ? result.content : []) as unknown[]) {
-    if (!isMapping(item)) continue;
+    if (!isRecord(item)) continue;
     switch (item.type) {
       case "text":
         parts.push(typeof item.text === "string" ? item.text : "");
@@ -209,7 +206,7 @@ export function resultText(result: CallToolResult, maxBytes = MAX_TOOL_RESULT_BY
         parts.push(`[${String(item.mimeType ?? item.type)} ${base64Bytes(item.data)} bytes]`);
         break;
       case "resource": {
-        const r = isMapping(item.resource) ? item.resource : {};
+        const r = isRecord(item.resource) ? item.resource : {};
         if (typeof r.text === "string") parts.push(r.text);
         else parts.push(`[resource ${String(r.uri ?? "")} ${String(r.mimeType ?? "application/octet-stream")} ${base64Bytes(r.blob)} bytes]`);
         break;

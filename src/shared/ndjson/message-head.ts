@@ -1,5 +1,6 @@
 /**
- * What the first few KiB of an over-cap JSON-RPC message say about it, read structurally.
+ * The one reader of an over-cap JSON-RPC message's head (and tail): what the first few KiB say
+ * about it, read structurally — the id, the method, the routing facts of an event.
  *
  * The head is a prefix: it usually ends inside some value. The scanner walks the top-level members
  * (and, inside `params`, the few scalars a stand-in needs), skipping every other value without
@@ -10,6 +11,12 @@
 
 export const SUBSCRIPTION_ID_META = "io.modelcontextprotocol/subscriptionId";
 
+export type JsonRpcId = string | number;
+
+/** How much of a message's start is read for its id; longer ids are not recovered. */
+export const ID_HEAD_BYTES = 4096;
+const MAX_ID_CHARS = 256;
+
 export interface HeadFacts {
   /** The head is not the start of a JSON object (garbage, an array, a scalar, empty). */
   notObject: boolean;
@@ -19,6 +26,8 @@ export interface HeadFacts {
   method?: string;
   /** A top-level `id` member was seen (requests and responses have one; notifications never). */
   sawId: boolean;
+  /** The top-level `id`, when it was a complete string (≤ 256 characters) or finite number. */
+  id?: JsonRpcId;
   /** A top-level `result` or `error` member came before any `method`. */
   responseFirst: boolean;
   params: {
@@ -50,9 +59,15 @@ export function scanHead(text: string): HeadFacts {
         if (typeof value === "string") facts.method = value;
         return undefined;
       }
-      case "id":
+      case "id": {
         facts.sawId = true;
-        return s.skip();
+        const value = s.value();
+        if (value === STOP) return STOP;
+        const id = validId(value);
+        if (id === null) delete facts.id; // a later duplicate wins, as with JSON.parse
+        else facts.id = id;
+        return undefined;
+      }
       case "result":
       case "error":
         if (facts.method === undefined) {
@@ -68,6 +83,39 @@ export function scanHead(text: string): HeadFacts {
   });
   facts.complete = done;
   return facts;
+}
+
+const headDecoder = new TextDecoder("utf-8", { fatal: false });
+
+/**
+ * The id of an over-cap message from its bounded head: the top-level `id` member as a JSON parser
+ * would read it (keys and values decoded, members in any order), provided every member before it
+ * was complete inside the head. An "id" nested in params or result never counts.
+ */
+export function recoverIdFromHead(head: Uint8Array): JsonRpcId | null {
+  return scanHead(headDecoder.decode(head.subarray(0, ID_HEAD_BYTES))).id ?? null;
+}
+
+/**
+ * The id from a message's tail, only as the last member of the top-level object
+ * (`…,"id":7}`): an object cannot be read backwards, so a nested "id" is refused by requiring the
+ * object's final `}` right after it.
+ */
+const TRAILING_ID = /[,{]\s*"id"\s*:\s*("(?:[^"\\\n]|\\.){0,256}"|-?\d{1,20})\s*}\s*$/;
+
+export function recoverIdFromTail(tail: Uint8Array): JsonRpcId | null {
+  const token = TRAILING_ID.exec(Buffer.from(tail.buffer, tail.byteOffset, tail.byteLength).toString("latin1"))?.[1];
+  if (token === undefined) return null;
+  try {
+    return validId(JSON.parse(token));
+  } catch {
+    return null;
+  }
+}
+
+function validId(value: unknown): JsonRpcId | null {
+  if (typeof value === "string") return value.length <= MAX_ID_CHARS ? value : null;
+  return typeof value === "number" && Number.isFinite(value) ? value : null;
 }
 
 function scanParams(s: Scanner, params: HeadFacts["params"]): Stop | undefined {

@@ -1,5 +1,6 @@
 import { expect, test } from "bun:test";
-import { classifyClientLine, recoverIdFromHead, recoverIdFromTail } from "../../../src/wrap/client-frames.ts";
+import { recoverIdFromHead, recoverIdFromTail } from "../../../src/shared/ndjson/message-head.ts";
+import { classifyClientLine } from "../../../src/wrap/client-frames.ts";
 
 const classify = (s: string | Uint8Array) => classifyClientLine(typeof s === "string" ? Buffer.from(s) : s);
 
