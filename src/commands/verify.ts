@@ -1,13 +1,11 @@
 import { defineCommand } from "citty";
-import { parseVerifyArgs, runVerify } from "../verify/run.ts";
+import { VERIFY_ARGS, parseVerifyArgs, runVerify } from "../verify/run.ts";
 import { guarded } from "./_command.ts";
 
+// One argument table (VERIFY_ARGS): citty renders --help from it; parseVerifyArgs parses strictly
+// against the same table.
 export default defineCommand({
   meta: { name: "verify", description: "Check a wrap capture offline: closed (0), incomplete (1) or unknown (2)" },
-  args: {
-    dir: { type: "positional", description: "Capture directory written by vigil wrap --capture-dir", valueHint: "CAPTURE_DIR", required: false },
-    json: { type: "boolean", description: "Print one JSON document with stable reason codes" },
-    "require-receipts": { type: "boolean", description: "Treat missing receipts as unknown" },
-  },
+  args: VERIFY_ARGS,
   run: ({ rawArgs }) => guarded(async () => runVerify(parseVerifyArgs(rawArgs))),
 });

@@ -21,7 +21,8 @@ import type { CallToolResult, Implementation, Tool } from "@modelcontextprotocol
 import type { McpServerConfig } from "./server-config.ts";
 import { errorMessage } from "../shared/errors.ts";
 import { logLine } from "../shared/log.ts";
-import { signalGroup, within } from "../shared/process-group.ts";
+import { signalGroup } from "../shared/process-group.ts";
+import { within } from "../shared/time.ts";
 import { createHttpTransport, scrubSecrets } from "./http-connection.ts";
 import { ObservedTransport } from "./observed-transport.ts";
 import { StdioMcpTransport } from "./stdio-transport.ts";

@@ -3,7 +3,8 @@
  * (stdin EOF, SIGTERM, a fatal error after connecting, a crash handler) can end all server process
  * groups without knowing which session owns which connection (serve.md §6 item 9).
  */
-import { signalGroup, within } from "../shared/process-group.ts";
+import { signalGroup } from "../shared/process-group.ts";
+import { within } from "../shared/time.ts";
 
 export interface TrackedTransport {
   /** Leader pid = process group id; null before start. */

@@ -17,8 +17,8 @@ import {
   spawnGroup,
   sweepGroup,
   tryStatus,
-  within,
 } from "../shared/process-group.ts";
+import { within } from "../shared/time.ts";
 import { type Frame, LineSplitter } from "../shared/ndjson/line-splitter.ts";
 import { checkedGraceMs, checkedMaxMessageBytes, envMaxMessageBytes, envShutdownGraceMs, serverEnvironment } from "./stdio-config.ts";
 import { type LineReader, readLines } from "./line-reader.ts";

@@ -5,7 +5,8 @@
 import * as v from "valibot";
 import { VERSION } from "../shared/build-info.ts";
 import { VigilError } from "../shared/errors.ts";
-import { spawnGroup, sweepGroup, within, type GroupChild } from "../shared/process-group.ts";
+import { spawnGroup, sweepGroup, type GroupChild } from "../shared/process-group.ts";
+import { within } from "../shared/time.ts";
 import { StdioRpcClient } from "./stdio-rpc.ts";
 import { toolDefinitionDigest } from "../policy/tool-definition.ts";
 

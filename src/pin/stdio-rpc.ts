@@ -5,7 +5,8 @@
  */
 import * as v from "valibot";
 import { VigilError } from "../shared/errors.ts";
-import { within, type GroupChild } from "../shared/process-group.ts";
+import type { GroupChild } from "../shared/process-group.ts";
+import { within } from "../shared/time.ts";
 import { parseStrictJson } from "../shared/strict-json.ts";
 import { sinkWrite } from "../shared/sink.ts";
 

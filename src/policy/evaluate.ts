@@ -11,20 +11,18 @@ import { argumentViolations } from "./argument-schema.ts";
 import { nameRuling, type CompiledPolicy } from "./compile.ts";
 import { allowDecision, denyDecision, type Decision } from "./decision.ts";
 import { formatDocumentPath } from "../shared/document-path.ts";
+import { isRecord } from "../shared/guards.ts";
 import { hasToken, type PolicySession } from "./session.ts";
-
-const isMapping = (x: unknown): x is Record<string, unknown> =>
-  typeof x === "object" && x !== null && !Array.isArray(x);
 
 /** Decides a tools/call. `params` is the request's `params` as parsed; `nowMs` is from a monotonic clock. */
 export function evaluateToolCall(policy: CompiledPolicy, session: PolicySession, params: unknown, nowMs: number): Decision {
-  const name = isMapping(params) ? params.name : undefined;
+  const name = isRecord(params) ? params.name : undefined;
   if (typeof name !== "string") {
     return denyDecision("E_INVALID_CALL", "tools/call params.name is missing or not a string", null);
   }
   const args = (params as Record<string, unknown>).arguments;
   // MCP defines arguments as an optional object; anything else cannot be judged by a schema.
-  if (args !== undefined && !isMapping(args)) {
+  if (args !== undefined && !isRecord(args)) {
     return denyDecision("E_INVALID_CALL", "tools/call params.arguments is not an object", null);
   }
   return checkPin(policy, session, name) ?? checkLimits(policy, session, nowMs) ?? checkNameAndArguments(policy, name, args ?? {});

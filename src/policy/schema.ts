@@ -5,9 +5,8 @@
  */
 import * as v from "valibot";
 import { describeValue, formatDocumentPath, type PathSegment } from "../shared/document-path.ts";
+import { isRecord } from "../shared/guards.ts";
 
-const isMapping = (x: unknown): x is Record<string, unknown> =>
-  typeof x === "object" && x !== null && !Array.isArray(x);
 
 // valibot's record() silently skips these keys; refuse them so no pin or schema is dropped unseen.
 const RESERVED_KEYS = new Set(["__proto__", "constructor", "prototype"]);
@@ -15,7 +14,7 @@ const RESERVED_KEYS = new Set(["__proto__", "constructor", "prototype"]);
 /** A mapping keyed by tool name, with reserved keys refused before record() could drop them. */
 function toolMap<T extends v.GenericSchema>(value: T) {
   return v.pipe(
-    v.custom<Record<string, unknown>>(isMapping, "expected a mapping of tool names"),
+    v.custom<Record<string, unknown>>(isRecord, "expected a mapping of tool names"),
     v.rawCheck<Record<string, unknown>>(({ dataset, addIssue }) => {
       if (!dataset.typed) return;
       for (const key of Object.keys(dataset.value)) {
@@ -49,7 +48,7 @@ const PatternList = v.array(
 /** A strict mapping. valibot's strictObject accepts an array as an object, so arrays are refused first. */
 function mapping<T extends v.ObjectEntries>(entries: T, expected = "expected a mapping") {
   const strict = v.strictObject(entries, expected);
-  return { strict, schema: v.pipe(v.custom<unknown>(isMapping, expected), strict) };
+  return { strict, schema: v.pipe(v.custom<unknown>(isRecord, expected), strict) };
 }
 
 const Tools = mapping({
@@ -63,7 +62,7 @@ const Rate = mapping({ calls: PositiveInteger, per_seconds: PositiveNumber });
 const Limits = mapping({ max_tool_calls: v.optional(PositiveInteger), rate: v.optional(Rate.schema) });
 
 /** A JSON Schema (draft 2020-12) for one tool's `params.arguments`; Ajv checks the rest at compile time. */
-const ArgumentSchema = v.custom<Record<string, unknown>>(isMapping, "expected a JSON Schema object");
+const ArgumentSchema = v.custom<Record<string, unknown>>(isRecord, "expected a JSON Schema object");
 
 const PIN = 'expected "sha256:" followed by 64 lowercase hex digits';
 const Pin = v.pipe(v.string(PIN), v.regex(/^sha256:[0-9a-f]{64}$/, PIN));

@@ -3,14 +3,13 @@
  * filtering of denied tools (`tools.hide_denied`).
  */
 import { canonicalSha256 } from "../shared/digest.ts";
+import { isRecord } from "../shared/guards.ts";
 import { nameRuling, type CompiledPolicy } from "./compile.ts";
 import { DEFINITION_CONFLICT, type PolicySession } from "./session.ts";
 
 /** The fields of a tool definition that a pin covers. */
 const PINNED_FIELDS = ["name", "description", "inputSchema"] as const;
 
-const isMapping = (x: unknown): x is Record<string, unknown> =>
-  typeof x === "object" && x !== null && !Array.isArray(x);
 
 /**
  * "sha256:" + hex SHA-256 of the RFC 8785 canonical JSON of {name, description, inputSchema},
@@ -35,7 +34,7 @@ export function observeToolsList(session: PolicySession, tools: readonly unknown
   const definitions = new Map(session.definitions);
   const thisList = new Map<string, string>();
   for (const tool of tools) {
-    if (!isMapping(tool) || typeof tool.name !== "string") continue;
+    if (!isRecord(tool) || typeof tool.name !== "string") continue;
     const digest = toolDefinitionDigest(tool);
     const earlier = thisList.get(tool.name);
     const recorded = earlier !== undefined && earlier !== digest ? DEFINITION_CONFLICT : digest;
@@ -53,7 +52,7 @@ export function observeToolsList(session: PolicySession, tools: readonly unknown
 export function visibleTools<T>(policy: CompiledPolicy, tools: readonly T[]): readonly T[] {
   if (!policy.hideDenied) return tools;
   return tools.filter((tool) => {
-    if (!isMapping(tool) || typeof tool.name !== "string") return true;
+    if (!isRecord(tool) || typeof tool.name !== "string") return true;
     return nameRuling(policy, tool.name).kind === "allowed";
   });
 }

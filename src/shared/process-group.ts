@@ -10,6 +10,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { constants } from "node:os";
 import type { Subprocess } from "bun";
 import { VigilError, errnoCode, errorMessage } from "./errors.ts";
+import { within } from "./time.ts";
 
 export interface ChildStatus {
   termination: "exited" | "signaled" | "unknown";
@@ -127,19 +128,6 @@ export async function pollUntil(done: () => boolean, ms: number): Promise<boolea
     if (done()) return true;
     if (performance.now() >= deadline) return false;
     await sleep(Math.min(20, Math.max(1, deadline - performance.now())));
-  }
-}
-
-/** Races a promise against a timeout; resolves undefined on timeout. */
-export async function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<undefined>((resolve) => {
-    timer = setTimeout(() => resolve(undefined), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
   }
 }
 

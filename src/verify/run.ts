@@ -1,6 +1,7 @@
 /** `vigil verify`: load within bounds, verify (pure), render; the verdict is the exit status. */
 import { statSync } from "node:fs";
 import { VigilError, errnoCode, errorMessage } from "../shared/errors.ts";
+import { type FlagTable, scanFlags } from "../shared/flags.ts";
 import { logLine } from "../shared/log.ts";
 import { writeStdout } from "../shared/output.ts";
 import { VERDICT_EXIT, VERIFY_USAGE_EXIT } from "./findings.ts";
@@ -16,19 +17,29 @@ export interface VerifyArgs {
 
 const usage = (message: string) => new VigilError("usage", `verify: ${message}`, { exitCode: VERIFY_USAGE_EXIT, hint: "usage: vigil verify CAPTURE_DIR [--json] [--require-receipts]" });
 
+/**
+ * The arguments of `vigil verify`, the one declaration: commands/verify.ts hands it to citty for
+ * `--help`, parseVerifyArgs scans against it. Descriptions are the help text.
+ */
+export const VERIFY_ARGS = {
+  dir: { type: "positional", description: "Capture directory written by vigil wrap --capture-dir", valueHint: "CAPTURE_DIR", required: false },
+  json: { type: "boolean", description: "Print one JSON document with stable reason codes" },
+  "require-receipts": { type: "boolean", description: "Treat missing receipts as unknown" },
+} as const satisfies FlagTable;
+
 export function parseVerifyArgs(rawArgs: string[]): VerifyArgs {
-  let dir: string | null = null;
-  let json = false;
-  let requireReceipts = false;
-  for (const arg of rawArgs) {
-    if (arg === "--json") json = true;
-    else if (arg === "--require-receipts") requireReceipts = true;
-    else if (arg.startsWith("-")) throw usage(`unknown flag ${arg}`);
-    else if (dir !== null) throw usage("one CAPTURE_DIR only");
-    else dir = arg;
-  }
+  let dir = null as string | null;
+  const flags = scanFlags(VERIFY_ARGS, rawArgs, {
+    positional: (arg) => {
+      if (arg.startsWith("-")) throw usage(`unknown flag ${arg}`);
+      if (dir !== null) throw usage("one CAPTURE_DIR only");
+      dir = arg;
+    },
+    // verify has switches only, so every problem is an argument it does not know (`--json=1` too).
+    refuse: (problem) => usage(`unknown flag ${problem.arg}`),
+  });
   if (dir === null) throw usage("missing CAPTURE_DIR");
-  return { dir, json, requireReceipts };
+  return { dir, json: flags.json === true, requireReceipts: flags["require-receipts"] === true };
 }
 
 export function runVerify(a: VerifyArgs): number {

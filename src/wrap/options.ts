@@ -1,9 +1,11 @@
 /**
  * `vigil wrap` flags → WrapOptions (wrap.md §1). Pure: no file system access (see output-plan.ts).
+ * WRAP_FLAGS is the one declaration of the flags (help text and strict parse alike).
  * Every refusal is a one-line usage error (exit 2) raised before anything is spawned.
  */
 import { basename } from "node:path";
 import { usageError } from "../shared/errors.ts";
+import { type FlagProblem, type FlagTable, type FlagValues, scanFlags } from "../shared/flags.ts";
 
 export type EvidenceFailureMode = "deny" | "continue";
 
@@ -31,23 +33,29 @@ export const DEFAULT_SHUTDOWN_GRACE_MS = 3000;
 const MAX_MESSAGE_BYTES_LIMIT = 1024 * 1024 * 1024;
 const MAX_GRACE_MS = 600_000;
 
-const VALUE_FLAGS = [
-  "policy",
-  "server-id",
-  "event-source",
-  "decision-log",
-  "receipts-out",
-  "session-context-out",
-  "session-stop-out",
-  "capture-dir",
-  "max-message-bytes",
-  "shutdown-grace-ms",
-  "on-evidence-failure",
-] as const;
-const BOOLEAN_FLAGS = ["allow-all", "dry-run", "decision-log-new", "decision-log-fsync"] as const;
+/**
+ * The flags of `vigil wrap`, the one declaration: commands/wrap.ts hands it to citty for `--help`,
+ * parseWrapArgs scans against it. Descriptions are the help text.
+ */
+export const WRAP_FLAGS = {
+  policy: { type: "string", description: "Policy file (YAML or JSON)", valueHint: "FILE" },
+  "allow-all": { type: "boolean", description: "Observe only: allow and record every call" },
+  "dry-run": { type: "boolean", description: "Evaluate and record would_deny, never block" },
+  "server-id": { type: "string", description: "Label of the wrapped server (default: basename of CMD)" },
+  "event-source": { type: "string", description: "CloudEvents source URI (scheme://…), required with evidence" },
+  "decision-log": { type: "string", description: "Decision log (NDJSON CloudEvents)", valueHint: "FILE" },
+  "decision-log-new": { type: "boolean", description: "The decision log must be new (required with --session-stop-out)" },
+  "decision-log-fsync": { type: "boolean", description: "fdatasync the decision log after every line" },
+  "receipts-out": { type: "string", description: "Request receipts (NDJSON CloudEvents)", valueHint: "FILE" },
+  "session-context-out": { type: "string", description: "Session-context record", valueHint: "FILE" },
+  "session-stop-out": { type: "string", description: "Session-stop record", valueHint: "FILE" },
+  "capture-dir": { type: "string", description: "Write every output under DIR with a manifest", valueHint: "DIR" },
+  "max-message-bytes": { type: "string", description: "Per-message cap, both directions (default 33554432)" },
+  "shutdown-grace-ms": { type: "string", description: "Grace after closing the server's stdin (default 3000)" },
+  "on-evidence-failure": { type: "string", description: "deny (default) or continue" },
+} as const satisfies FlagTable;
 
-type ValueFlag = (typeof VALUE_FLAGS)[number];
-type BooleanFlag = (typeof BOOLEAN_FLAGS)[number];
+type WrapFlagValues = FlagValues<typeof WRAP_FLAGS>;
 
 const SCHEME_URI = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/\S+$/;
 
@@ -57,43 +65,28 @@ export function parseWrapArgs(rawArgs: string[]): WrapOptions {
   if (sep < 0) throw usageError("wrap: missing '--' before the server command", "usage: vigil wrap [flags] -- CMD [ARGS…]");
   const command = rawArgs.slice(sep + 1);
   if (command.length === 0 || command[0] === "") throw usageError("wrap: no server command after '--'");
-  const values = new Map<ValueFlag, string>();
-  const flags = new Set<BooleanFlag>();
-  const flagArgs = rawArgs.slice(0, sep);
-  for (let i = 0; i < flagArgs.length; i++) {
-    const arg = flagArgs[i]!;
-    if (!arg.startsWith("--")) throw usageError(`wrap: unexpected argument ${JSON.stringify(arg)} before '--'`);
-    const eq = arg.indexOf("=");
-    const name = arg.slice(2, eq < 0 ? undefined : eq);
-    if ((BOOLEAN_FLAGS as readonly string[]).includes(name)) {
-      if (eq >= 0) throw usageError(`wrap: --${name} takes no value`);
-      flags.add(name as BooleanFlag);
-      continue;
-    }
-    if (!(VALUE_FLAGS as readonly string[]).includes(name)) throw usageError(`wrap: unknown flag --${name}`);
-    let value: string | undefined;
-    if (eq >= 0) value = arg.slice(eq + 1);
-    else value = flagArgs[++i];
-    if (value === undefined || value === "") throw usageError(`wrap: --${name} needs a value`);
-    if (values.has(name as ValueFlag)) throw usageError(`wrap: --${name} given twice`);
-    values.set(name as ValueFlag, value);
-  }
+  const values = scanFlags(WRAP_FLAGS, rawArgs.slice(0, sep), {
+    positional: (arg) => {
+      throw usageError(`wrap: unexpected argument ${JSON.stringify(arg)} before '--'`);
+    },
+    refuse: (problem) => usageError(refusal(problem)),
+  });
   return checkCombinations({
-    policyPath: values.get("policy") ?? null,
-    allowAll: flags.has("allow-all"),
-    dryRun: flags.has("dry-run"),
-    serverId: values.get("server-id") ?? basename(command[0]!),
-    eventSource: values.get("event-source") ?? null,
-    decisionLog: values.get("decision-log") ?? null,
-    decisionLogNew: flags.has("decision-log-new"),
-    decisionLogFsync: flags.has("decision-log-fsync"),
-    receiptsOut: values.get("receipts-out") ?? null,
-    sessionContextOut: values.get("session-context-out") ?? null,
-    sessionStopOut: values.get("session-stop-out") ?? null,
-    captureDir: values.get("capture-dir") ?? null,
+    policyPath: values["policy"] ?? null,
+    allowAll: values["allow-all"] === true,
+    dryRun: values["dry-run"] === true,
+    serverId: values["server-id"] ?? basename(command[0]!),
+    eventSource: values["event-source"] ?? null,
+    decisionLog: values["decision-log"] ?? null,
+    decisionLogNew: values["decision-log-new"] === true,
+    decisionLogFsync: values["decision-log-fsync"] === true,
+    receiptsOut: values["receipts-out"] ?? null,
+    sessionContextOut: values["session-context-out"] ?? null,
+    sessionStopOut: values["session-stop-out"] ?? null,
+    captureDir: values["capture-dir"] ?? null,
     maxMessageBytes: integerFlag(values, "max-message-bytes", DEFAULT_MAX_MESSAGE_BYTES, 1024, MAX_MESSAGE_BYTES_LIMIT),
     shutdownGraceMs: integerFlag(values, "shutdown-grace-ms", DEFAULT_SHUTDOWN_GRACE_MS, 0, MAX_GRACE_MS),
-    onEvidenceFailure: failureMode(values.get("on-evidence-failure")),
+    onEvidenceFailure: failureMode(values["on-evidence-failure"]),
     command,
   });
 }
@@ -130,8 +123,21 @@ function checkCombinations(o: WrapOptions): WrapOptions {
   return o;
 }
 
-function integerFlag(values: Map<ValueFlag, string>, name: ValueFlag, fallback: number, min: number, max: number): number {
-  const raw = values.get(name);
+function refusal(problem: FlagProblem): string {
+  switch (problem.kind) {
+    case "unknown_flag":
+      return `wrap: unknown flag --${problem.name}`;
+    case "switch_given_value":
+      return `wrap: --${problem.name} takes no value`;
+    case "value_missing":
+      return `wrap: --${problem.name} needs a value`;
+    case "value_repeated":
+      return `wrap: --${problem.name} given twice`;
+  }
+}
+
+function integerFlag(values: WrapFlagValues, name: "max-message-bytes" | "shutdown-grace-ms", fallback: number, min: number, max: number): number {
+  const raw = values[name];
   if (raw === undefined) return fallback;
   if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
     throw usageError(`wrap: --${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`);

@@ -7,6 +7,7 @@ import { canonicalSha256 } from "../shared/digest.ts";
 import { EXIT } from "../shared/errors.ts";
 import { decisionLogFaultBytes } from "../shared/fault-seam.ts";
 import { logLine } from "../shared/log.ts";
+import { ENDING_SIGNALS, onSignals } from "../shared/signals.ts";
 import {
   type SweepResult,
   signalGroup,
@@ -15,8 +16,8 @@ import {
   sweepGroup,
   sweepStragglers,
   tryStatus,
-  within,
 } from "../shared/process-group.ts";
+import { within } from "../shared/time.ts";
 import type { SessionEnd } from "../evidence/records.ts";
 import { ClientWriter } from "../shared/ndjson/line-writer.ts";
 import { relayClientFrames } from "./client-relay.ts";
@@ -39,7 +40,6 @@ type Ending =
 const DRAIN_AFTER_EXIT_MS = 2000;
 /** Server lines this long that span reads are relayed as pieces, not joined (see server-relay.ts). */
 const LARGE_LINE_BYTES = 1024 * 1024;
-const HANDLED_SIGNALS = { SIGTERM: 15, SIGINT: 2, SIGHUP: 1 } as const;
 
 /** Runs one wrap session to its end; resolves with vigil's exit status. Throws VigilError before spawning. */
 export async function runWrap(o: WrapOptions): Promise<number> {
@@ -74,11 +74,7 @@ export async function runWrap(o: WrapOptions): Promise<number> {
   client.onBroken = (reason) => end({ kind: "error", reason: `client stdout: ${reason}` });
   const state = new ProxyState(evidence, gate, client, child.stdin, o.maxMessageBytes, o.onEvidenceFailure);
 
-  const handlers = Object.entries(HANDLED_SIGNALS).map(([name, signo]) => {
-    const handler = () => end({ kind: "signal", signo });
-    process.on(name, handler);
-    return () => process.off(name, handler);
-  });
+  const offSignals = onSignals(ENDING_SIGNALS, (signo) => end({ kind: "signal", signo }));
   void child.exited.then(() => end({ kind: "server_exit" }));
   const serverOut = pumpServer(state, child.stdout as ReadableStream<Uint8Array>);
   const clientIn = pumpClient(state, end);
@@ -90,7 +86,7 @@ export async function runWrap(o: WrapOptions): Promise<number> {
 
   evidence.finish(session, sweep, state.counts, ending.kind === "error");
   await within(client.close(), 1000);
-  for (const off of handlers) off();
+  offSignals();
   if (plan.manifest) writeCaptureManifest(plan, o, evidence, gate);
 
   if (evidence.failures.length > 0) {

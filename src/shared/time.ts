@@ -1,0 +1,44 @@
+/**
+ * Time helpers every part uses (issue 10: one definition, so bounds read the same everywhere).
+ * Every wait in vigil is bounded (../spec/README.md, Processes); `within` is how a wait on a
+ * promise gets its bound.
+ */
+
+/**
+ * Races a promise against a timeout; resolves undefined on timeout (the promise is left running).
+ * A rejection of the promise within the bound rejects. The timer is cleared either way, so it
+ * never holds the process open.
+ */
+export async function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+declare const timerHandle: unique symbol;
+/** What `Scheduler.setTimeout` returns: opaque, only good for handing back to `clearTimeout`. */
+export type TimerHandle = { readonly [timerHandle]: true };
+
+/**
+ * The clock and the timers of a timer-driven unit (the events coalescer), injected so its unit
+ * tests advance time instead of sleeping (test/helpers/fake-scheduler.ts). `realScheduler` is the
+ * default everywhere in production.
+ */
+export interface Scheduler {
+  /** Milliseconds; only differences between two readings mean anything. */
+  now(): number;
+  setTimeout(fn: () => void, ms: number): TimerHandle;
+  clearTimeout(handle: TimerHandle): void;
+}
+
+export const realScheduler: Scheduler = {
+  now: () => Date.now(),
+  setTimeout: (fn, ms) => setTimeout(fn, ms) as unknown as TimerHandle,
+  clearTimeout: (handle) => clearTimeout(handle as unknown as ReturnType<typeof setTimeout>),
+};
