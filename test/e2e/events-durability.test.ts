@@ -5,8 +5,8 @@
 // batch that does not reach the model is injected again, up to a bound.
 //
 // The fixture runs in its own process (HTTP mode), so it outlives every vigil that is killed here.
-import { afterEach, beforeAll, expect, test } from "bun:test";
-import { requireBinary } from "../helpers/bin.ts";
+import { expect, test } from "bun:test";
+import { E2E_WAIT_MS, e2eSuite } from "../helpers/e2e.ts";
 import {
   type EventsEnv,
   StdioServe,
@@ -20,14 +20,12 @@ import {
   runsFor,
   snapshotOnDisk,
   startEventsDaemon,
-  waitFor,
   waitRuns,
 } from "../helpers/events-serve.ts";
-import { Cleanups, type Frame, SseReader, framesUrl } from "../helpers/serve.ts";
+import { waitFor } from "../helpers/wait.ts";
+import { type Frame, SseReader, framesUrl } from "../helpers/serve.ts";
 
-const cleanups = new Cleanups();
-afterEach(() => cleanups.run());
-beforeAll(() => requireBinary());
+const cleanups = e2eSuite();
 
 /** The event ids still pending in the session's log on disk, in order. */
 const pendingIds = (env: EventsEnv, session: string) =>
@@ -47,7 +45,7 @@ const pollEnv = (knobs: Record<string, string> = {}, entry: Record<string, unkno
   eventsEnvironment(cleanups, { servers: (fx) => [httpServer(fx!, "tickets", [{ name: "build.finished", ...entry }])], knobs });
 
 /** A poll subscription has taken its starting position once the fixture saw a second poll. */
-const pollingSettled = (env: EventsEnv, polls = 2) => waitFor(`${polls} polls at the fixture`, async () => (await env.fixture!.state()).polls >= polls);
+const pollingSettled = (env: EventsEnv, polls = 2) => waitFor(async () => (await env.fixture!.state()).polls >= polls, { timeoutMs: E2E_WAIT_MS, label: `${polls} polls at the fixture` });
 
 const isFullError = (f: Frame) => isStatus("error")(f) && String(f.error).includes("full");
 const isMcpEventsRunStart = (f: Frame) => f.type === "run_start" && f.trigger === "mcp_events";
@@ -62,7 +60,7 @@ test("a follow_up held during a run survives SIGTERM and reaches the model exact
   await waitRuns(env.model, "a long task");
   await emit(env, "held-1");
   await first.until(isEventFrame("held-1"));
-  await waitFor("held-1 in the pending log", () => pendingIds(env, "s").includes("held-1"));
+  await waitFor(() => pendingIds(env, "s").includes("held-1"), { timeoutMs: E2E_WAIT_MS, label: "held-1 in the pending log" });
 
   process.kill(first.client.pid, "SIGTERM");
   await first.client.exited(15_000);
@@ -71,7 +69,7 @@ test("a follow_up held during a run survives SIGTERM and reaches the model exact
 
   const second = StdioServe.start(cleanups, env);
   await waitRuns(env.model, inBatch("held-1"));
-  await waitFor("the pending log drained", () => pendingIds(env, "s").length === 0);
+  await waitFor(() => pendingIds(env, "s").length === 0, { timeoutMs: E2E_WAIT_MS, label: "the pending log drained" });
   // A later event goes through the whole path; had held-1 still been pending (or been taken
   // again by a poll), it would have been injected by then.
   await second.until(isStatus("subscribed"));
@@ -79,7 +77,7 @@ test("a follow_up held during a run survives SIGTERM and reaches the model exact
   await waitRuns(env.model, inBatch("after-1"));
   expect(runsFor(env.model, inBatch("held-1"))).toBe(1);
   // after-1 leaves the log once its run has ended (the model's request alone does not count).
-  await waitFor("the pending log drained again", () => pendingIds(env, "s").length === 0);
+  await waitFor(() => pendingIds(env, "s").length === 0, { timeoutMs: E2E_WAIT_MS, label: "the pending log drained again" });
 });
 
 test("kill -9 with acknowledged events pending: after the restart every one reaches the model and the cursor skips nothing", async () => {
@@ -93,7 +91,7 @@ test("kill -9 with acknowledged events pending: after the restart every one reac
   await emit(env, "ack-2");
   const last = await emit(env, "ack-3");
   // Acknowledged: the cursor on disk has passed ack-3, so the server will not send them again.
-  await waitFor("the cursor on disk past ack-3", () => cursorOnDisk(env, EVENTS_SESSION) === String(last.seq));
+  await waitFor(() => cursorOnDisk(env, EVENTS_SESSION) === String(last.seq), { timeoutMs: E2E_WAIT_MS, label: "the cursor on disk past ack-3" });
   expect(pendingIds(env, EVENTS_SESSION)).toEqual(["ack-1", "ack-2", "ack-3"]);
 
   d1.client.killGroup("SIGKILL");
@@ -106,7 +104,7 @@ test("kill -9 with acknowledged events pending: after the restart every one reac
   expect(runsFor(env.model, inBatch("ack-1"))).toBeGreaterThanOrEqual(2);
   for (const id of ["up-1", "up-2"]) await emit(env, id);
   for (const id of ["up-1", "up-2"]) await waitRuns(env.model, inBatch(id));
-  await waitFor("the pending log drained", () => pendingIds(env, EVENTS_SESSION).length === 0);
+  await waitFor(() => pendingIds(env, EVENTS_SESSION).length === 0, { timeoutMs: E2E_WAIT_MS, label: "the pending log drained" });
 });
 
 test("kill -9 with a batch in flight: the batch is injected again after the restart", async () => {
@@ -124,7 +122,7 @@ test("kill -9 with a batch in flight: the batch is injected again after the rest
 
   StdioServe.start(cleanups, env);
   await waitRuns(env.model, inBatch("flight-1"), 2);
-  await waitFor("the pending log drained", () => pendingIds(env, "s").length === 0);
+  await waitFor(() => pendingIds(env, "s").length === 0, { timeoutMs: E2E_WAIT_MS, label: "the pending log drained" });
   const reinjected = env.model.requests.filter((r) => r.path.endsWith("/chat/completions")).at(-1)!;
   expect(JSON.stringify(reinjected.body)).toContain("[MCP events · batch");
 });
@@ -178,12 +176,12 @@ test("a full queue holds the poll cursor: every event reaches the model exactly 
   const burst = await env.fixture!.control<{ first_seq: number; last_seq: number }>("emit_burst", { name: "build.finished", count: 3 });
   const ids = [0, 1, 2].map((i) => `evt-${burst.first_seq + i}`);
   await serve.until(isFullError);
-  await waitFor("the first event in the pending log", () => pendingIds(env, "s").length === 1);
+  await waitFor(() => pendingIds(env, "s").length === 1, { timeoutMs: E2E_WAIT_MS, label: "the first event in the pending log" });
   expect(pendingIds(env, "s")).toEqual([ids[0]!]);
 
   env.model.release();
   for (const id of ids) await waitRuns(env.model, inBatch(id));
-  await waitFor("the pending log drained", () => pendingIds(env, "s").length === 0);
+  await waitFor(() => pendingIds(env, "s").length === 0, { timeoutMs: E2E_WAIT_MS, label: "the pending log drained" });
   const list = await serve.command({ type: "mcp_events_list", id: "l1" });
   expect(list.success).toBe(true);
   // The held cursor made the server send the already-taken events again.
@@ -206,15 +204,15 @@ test("a steered event that an abort drops is injected again", async () => {
   await serve.until(isEventFrame("steer-1"));
   // The batch was handed to the running run as a steer, which has not taken it yet.
   let n = 0;
-  await waitFor("the batch queued as a steer", async () => {
+  await waitFor(async () => {
     const state = await serve.command({ type: "get_state", id: `st${n++}` });
     return state.data.queued.steer === 1;
-  });
+  }, { timeoutMs: E2E_WAIT_MS, label: "the batch queued as a steer" });
   const abort = await serve.command({ type: "abort", id: "a1" });
   expect(abort.success).toBe(true);
   await serve.until((f) => f.type === "run_end" && f.status === "aborted");
   await waitRuns(env.model, inBatch("steer-1"));
-  await waitFor("the pending log drained", () => pendingIds(env, "s").length === 0);
+  await waitFor(() => pendingIds(env, "s").length === 0, { timeoutMs: E2E_WAIT_MS, label: "the pending log drained" });
 });
 
 test("an event whose runs keep failing is injected 3 times, then dropped and reported", async () => {
@@ -226,7 +224,7 @@ test("an event whose runs keep failing is injected 3 times, then dropped and rep
   await emit(env, "poison-1");
   const dropped = await serve.until(isStatus("dropped"), 30_000);
   expect((dropped.event as { eventId?: string }).eventId).toBe("poison-1");
-  await waitFor("the pending log drained", () => pendingIds(env, "s").length === 0);
+  await waitFor(() => pendingIds(env, "s").length === 0, { timeoutMs: E2E_WAIT_MS, label: "the pending log drained" });
 
   const runs = serve.frames.filter(isMcpEventsRunStart).map((f) => f.run_id);
   expect(runs.length).toBe(3);
@@ -250,11 +248,11 @@ test("the pending queue is bounded in bytes: the push subscription holds, and af
   const ids = ["big-1", "big-2", "big-3"];
   for (const id of ids) await env.fixture!.control("emit", { name: "ticket.updated", event_id: id, data: { blob: "x".repeat(600) } });
   await serve.until(isFullError);
-  await waitFor("the first event in the pending log", () => pendingIds(env, "s").length === 1);
+  await waitFor(() => pendingIds(env, "s").length === 1, { timeoutMs: E2E_WAIT_MS, label: "the first event in the pending log" });
   expect(pendingIds(env, "s")).toEqual(["big-1"]);
 
   env.model.release();
   for (const id of ids) await waitRuns(env.model, inBatch(id));
-  await waitFor("the pending log drained", () => pendingIds(env, "s").length === 0);
+  await waitFor(() => pendingIds(env, "s").length === 0, { timeoutMs: E2E_WAIT_MS, label: "the pending log drained" });
   for (const id of ids) expect(runsFor(env.model, inBatch(id))).toBe(1);
 });

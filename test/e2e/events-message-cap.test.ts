@@ -3,9 +3,9 @@
 // reported as a gap and explained to the model, the stream carries on; an over-cap tool result
 // fails its call and the connection survives. Over streamable HTTP and over stdio, against
 // dist/vigil, the events fixture and the in-process mock model. No timing is asserted.
-import { afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import type { MockModel } from "../fixtures/mock-model.ts";
-import { requireBinary } from "../helpers/bin.ts";
+import { e2eSuite } from "../helpers/e2e.ts";
 import { type ControlClient, type EventsFixtureEnv, waitControl } from "../helpers/events-fixture.ts";
 import {
   StdioServe,
@@ -18,12 +18,10 @@ import {
   stdioServer,
   waitRuns,
 } from "../helpers/events-serve.ts";
-import { sleep, waitUntil } from "../helpers/fixture.ts";
-import { Cleanups, type Frame, lastUserText, messagesOf } from "../helpers/serve.ts";
+import { waitFor } from "../helpers/wait.ts";
+import { type Frame, lastUserText, messagesOf } from "../helpers/serve.ts";
 
-const cleanups = new Cleanups();
-afterEach(() => cleanups.run());
-beforeAll(() => requireBinary());
+const cleanups = e2eSuite();
 
 /** 64 KiB: well above every normal message, far below the 200 kB events and results sent here. */
 const CAP = 65_536;
@@ -34,11 +32,6 @@ const TICKETS = "ticket.updated";
 type Transport = "http" | "stdio";
 
 const chatRequests = (model: MockModel) => model.requests.filter((r) => r.path.endsWith("/chat/completions"));
-
-/** Waits (bounded) until `cond` holds; throws naming `what` otherwise. */
-async function must(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
-  if (!(await waitUntil(cond, ms))) throw new Error(`${what}: not seen within ${ms} ms`);
-}
 
 const isGap = isStatus("gap");
 const DROPPED = "was larger than the message-size limit and was dropped unread";
@@ -58,9 +51,11 @@ async function capped(transport: Transport, events: Record<string, unknown>[], f
   });
   const serve = StdioServe.start(cleanups, env);
   const fx: ControlClient = entry !== null ? await waitControl(entry.controlFile, { cleanups }) : env.fixture!;
-  if (!(await waitUntil(() => serve.count(isStatus("subscribed")) >= events.length, 15_000))) {
-    throw new Error(`subscriptions not up: ${JSON.stringify(serve.frames.map((f) => f.type + (f.kind ? `:${f.kind}` : "")))}\n${serve.client.stderrText()}`);
-  }
+  await waitFor(() => serve.count(isStatus("subscribed")) >= events.length, {
+    timeoutMs: 15_000,
+    label: "subscriptions up",
+    show: () => `${JSON.stringify(serve.frames.map((f) => f.type + (f.kind ? `:${f.kind}` : "")))}\n${serve.client.stderrText()}`,
+  });
   return { env, fx, serve };
 }
 
@@ -79,7 +74,7 @@ async function overCapThenNormal(transport: Transport, fixtureEnv: EventsFixture
   const next = await serve.until(isEventFrame("small-2"));
   expect((next.event as { cursor?: unknown }).cursor).toBe(String(big.seq + 1));
   await waitRuns(env.model, inBatch("small-2"));
-  await must(() => droppedNotices(env.model).length > 0, "a dropped-message notice to the model");
+  await waitFor(() => droppedNotices(env.model).length > 0, { timeoutMs: 10_000, label: "a dropped-message notice to the model" });
 
   // The fixture writes `cursor` after the payload, so the 4 KiB head kept of the over-cap message
   // cannot carry it: the gap reports no cursor rather than a wrong one, and the subscription's
@@ -95,7 +90,7 @@ async function overCapThenNormal(transport: Transport, fixtureEnv: EventsFixture
   expect(serve.count(isEventFrame("big-1"))).toBe(0);
   // The dropped payload never reaches the model; only the notice does.
   for (const r of chatRequests(env.model)) expect(JSON.stringify(r.body)).not.toContain("x".repeat(1000));
-  return { env, serve, gap, notice: lastUserText(droppedNotices(env.model)[0]!) };
+  return { env, fx, serve, gap, notice: lastUserText(droppedNotices(env.model)[0]!) };
 }
 
 describe("message cap: over-cap push events", () => {
@@ -109,11 +104,13 @@ describe("message cap: over-cap push events", () => {
     });
 
     test(`over ${transport}: with the payload first, the over-cap message is reported as possibly not an event, once, not looped on`, async () => {
-      const { env, gap, notice } = await overCapThenNormal(transport, { MCP_FIXTURE_KEY_ORDER: "params_first" });
+      const { env, fx, gap, notice } = await overCapThenNormal(transport, { MCP_FIXTURE_KEY_ORDER: "params_first" });
       expect(gap.possibly_not_an_event).toBe(true);
       expect(notice).toContain("possibly not an event");
-      // A fixed wait past another coalesce window: a looping stream would report the gap again.
-      await sleep(800);
+      // A stream looping on the over-cap message would report the gap again before it reached a
+      // later event: once that event's run is in, a second notice would have been too.
+      await fx.control("emit", { event_id: "small-3" });
+      await waitRuns(env.model, inBatch("small-3"));
       expect(droppedNotices(env.model)).toHaveLength(1);
     });
   }
@@ -130,7 +127,7 @@ describe("message cap: over-cap push events", () => {
       { MCP_FIXTURE_KEY_ORDER: "params_first" },
     );
     await fx.control("emit_oversized", { bytes: OVER, project: "alpha" });
-    await must(() => serve.count(isGap) >= 2, "two gap frames", 15_000);
+    await waitFor(() => serve.count(isGap) >= 2, { timeoutMs: 15_000, label: "two gap frames" });
     const gaps = serve.frames.filter(isGap);
     expect(gaps.map((g) => g.arguments)).toEqual(expect.arrayContaining([alpha, beta]));
     for (const g of gaps) expect(g).toMatchObject({ reason: "oversized", possibly_not_an_event: true });
@@ -138,9 +135,11 @@ describe("message cap: over-cap push events", () => {
     await fx.control("emit", { event_id: "alpha-2", project: "alpha" });
     await serve.until(isEventFrame("alpha-2"));
     await waitRuns(env.model, inBatch("alpha-2"));
-    await must(() => droppedNotices(env.model).length > 0, "a dropped-message notice to the model");
-    // A fixed wait past another coalesce window, because what is checked is that no second notice comes.
-    await sleep(800);
+    await waitFor(() => droppedNotices(env.model).length > 0, { timeoutMs: 10_000, label: "a dropped-message notice to the model" });
+    // What is checked is that no second notice comes: a stream looping on the over-cap message
+    // would report it again before a later event, so that event's run is the marker.
+    await fx.control("emit", { event_id: "alpha-3", project: "alpha" });
+    await waitRuns(env.model, inBatch("alpha-3"));
     expect(serve.count(isGap)).toBe(2);
     const notices = chatRequests(env.model).flatMap((r) => lastUserText(r).split(DROPPED).length - 1);
     expect(notices.reduce((a, b) => a + b, 0)).toBe(1);

@@ -3,11 +3,11 @@
 // Covers delivery to frames and to the model, negotiation and refusals, servers without the
 // extension or without config, poll pacing against broken servers, gaps, maxAgeMs, the server
 // dialects, and an events outage at boot.
-import { afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { requireBinary } from "../helpers/bin.ts";
-import { type EventsFixtureEnv, type FixtureState, startEventsFixture, waitControl } from "../helpers/events-fixture.ts";
+import { e2eSuite } from "../helpers/e2e.ts";
+import { type ControlClient, type EventsFixtureEnv, type FixtureState, startEventsFixture, waitControl } from "../helpers/events-fixture.ts";
 import {
   type EventsEnv,
   StdioServe,
@@ -23,11 +23,10 @@ import {
   waitRuns,
 } from "../helpers/events-serve.ts";
 import { sleep, waitUntil } from "../helpers/fixture.ts";
-import { Cleanups, type Frame, SseReader, command, framesUrl, isRunEnd, lastUserText, messagesOf } from "../helpers/serve.ts";
+import { waitFor } from "../helpers/wait.ts";
+import { type Frame, SseReader, command, framesUrl, isRunEnd, lastUserText, messagesOf } from "../helpers/serve.ts";
 
-const cleanups = new Cleanups();
-afterEach(() => cleanups.run());
-beforeAll(() => requireBinary());
+const cleanups = e2eSuite();
 
 const BATCH_MARKER = "[MCP events · batch";
 
@@ -42,16 +41,9 @@ const subscribedTo = (name: string) => (f: Frame) =>
 const runText = (env: EventsEnv, needle: string): string =>
   lastUserText(env.model.requests.find((r) => r.path.endsWith("/chat/completions") && lastUserText(r).includes(needle))!);
 
-/** Reads `read()` every 50 ms until `done` holds (bounded); returns that reading. */
-async function waitFor<T>(what: string, read: () => Promise<T>, done: (v: T) => boolean, ms = 10_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not reached within ${ms} ms`);
-    await sleep(50);
-  }
-}
+/** Reads the fixture's state until `done` holds (bounded); returns that reading. */
+const stateWhen = (fx: Pick<ControlClient, "state">, done: (s: FixtureState) => boolean, label: string) =>
+  waitFor(() => fx.state(), { until: done, timeoutMs: 10_000, label, show: (s) => ({ polls: s.polls, requests: s.requests.slice(-5) }) });
 
 describe("MCP events: poll delivery", () => {
   test("a polled event arrives as a frame and as one model run; the argument filter holds; the cursor advances", async () => {
@@ -97,7 +89,7 @@ describe("MCP events: poll delivery", () => {
     await waitRuns(env.model, "alpha-2");
     // Two more polls after alpha-2's run: time for a stuck cursor to hand alpha-1 or alpha-2 back.
     const polled = pollsOf(await fx.state(), "ticket.updated").length;
-    const state = await waitFor("two more polls", () => fx.state(), (s) => pollsOf(s, "ticket.updated").length >= polled + 2);
+    const state = await stateWhen(fx, (s) => pollsOf(s, "ticket.updated").length >= polled + 2, "two more polls");
 
     expect(runsFor(env.model, "alpha-1")).toBe(1);
     expect(runsFor(env.model, "alpha-2")).toBe(1);
@@ -221,8 +213,13 @@ describe("MCP events: poll delivery", () => {
     expect(methods.filter((m) => m.startsWith("events/"))).toEqual([]);
   });
 
-  // A broken server that always says hasMore must not make vigil poll back to back: with a 200 ms
-  // floor a 1.5 s window holds about 8 polls; a client that spins sends hundreds.
+  // A broken server that always says hasMore must not make vigil poll back to back: each poll waits
+  // out the floor first. Measured on the fixture's own clock (the arrival time it records for every
+  // poll), never on the test's: a client that spins would send these polls within a few ms.
+  const FLOOR_MS = 200;
+  const POLLS_MEASURED = 5;
+  // Timers may fire a millisecond or so early; a spinning client is two orders of magnitude off.
+  const TIMER_SLACK_MS = 5;
   const noSpin: [string, EventsFixtureEnv][] = [
     ["an empty page", { MCP_FIXTURE_HASMORE_EMPTY: true }],
     ["a page of duplicates", { MCP_FIXTURE_HASMORE_DUPS: true }],
@@ -231,7 +228,7 @@ describe("MCP events: poll delivery", () => {
     const env = await eventsEnvironment(cleanups, {
       fixtureEnv,
       servers: (fx) => [httpServer(fx!, "tickets", [{ name: "build.finished" }])],
-      knobs: { VIGIL_EVENTS_POLL_FLOOR_MS: "200" },
+      knobs: { VIGIL_EVENTS_POLL_FLOOR_MS: String(FLOOR_MS) },
     });
     const fx = env.fixture!;
     // The duplicates server hands this one event back on every page (the empty one never does).
@@ -239,10 +236,11 @@ describe("MCP events: poll delivery", () => {
     const serve = StdioServe.start(cleanups, env);
     await serve.until(subscribedTo("build.finished"));
     const before = (await fx.state()).polls;
-    await sleep(1500); // the window the rate is measured over (proving polls do NOT come back to back)
-    const during = (await fx.state()).polls - before;
-    expect(during).toBeLessThanOrEqual(12);
-    expect(during).toBeGreaterThanOrEqual(1); // still polling: a dead loop would pass the bound trivially
+    const state = await stateWhen(fx, (s) => s.polls >= before + POLLS_MEASURED, `${POLLS_MEASURED} more polls`);
+    const times = state.poll_times.slice(Math.max(0, before - 1));
+    const gaps = times.slice(1).map((t, i) => t - times[i]!);
+    expect(gaps.length).toBeGreaterThanOrEqual(POLLS_MEASURED - 1); // still polling: a dead loop would pass the floor trivially
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(FLOOR_MS - TIMER_SLACK_MS);
 
     if (fixtureEnv.MCP_FIXTURE_HASMORE_DUPS) {
       await waitRuns(env.model, "dup-1");
@@ -305,7 +303,7 @@ describe("MCP events: poll delivery", () => {
     });
     const serve = StdioServe.start(cleanups, env);
     await serve.until(subscribedTo("build.finished"));
-    const state = await waitFor("two polls", () => env.fixture!.state(), (s) => pollsOf(s, "build.finished").length >= 2);
+    const state = await stateWhen(env.fixture!, (s) => pollsOf(s, "build.finished").length >= 2, "two polls");
     for (const params of pollsOf(state, "build.finished")) expect(params.maxAgeMs).toBe(60_000);
   });
 
@@ -318,7 +316,7 @@ describe("MCP events: poll delivery", () => {
     const serve = StdioServe.start(cleanups, env);
     await serve.until(subscribedTo("build.finished"));
     // The second poll (the first with a cursor) is held by the fixture until an event exists.
-    await waitFor("a held poll", () => env.fixture!.state(), (s) => pollsOf(s, "build.finished").length >= 2);
+    await stateWhen(env.fixture!, (s) => pollsOf(s, "build.finished").length >= 2, "a held poll");
     await env.fixture!.control("emit", { name: "build.finished", event_id: "lp-1" });
     await serve.until(isEventFrame("lp-1"));
     await waitRuns(env.model, "lp-1");
@@ -430,7 +428,7 @@ describe("MCP events: transports and outages", () => {
     const serve = StdioServe.start(cleanups, env);
     const fx = entry === null ? env.fixture! : await waitControl(entry.controlFile, { cleanups });
     await serve.until(subscribedTo("build.finished"));
-    const state = await waitFor("the nested answer", () => fx.state(), (s) => s.nested_answers.length >= 1);
+    const state = await stateWhen(fx, (s) => s.nested_answers.length >= 1, "the nested answer");
     expect(state.nested_answers[0]).toMatchObject({ id: "nested-1", error: { code: -32601 } });
     await fx.control("emit", { name: "build.finished", event_id: "n-1" });
     await waitRuns(env.model, "n-1");

@@ -1,9 +1,9 @@
 // MCP Events push delivery in `vigil serve` (serve.md §6 items 3, 5, 6; design notes §5.4, §6),
 // end to end: dist/vigil in stdio mode, the events fixture (over streamable HTTP, or over stdio
 // started by vigil) and the in-process mock model. Every wait is bounded; no timing is asserted.
-import { afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import type { MockModel } from "../fixtures/mock-model.ts";
-import { requireBinary } from "../helpers/bin.ts";
+import { e2eSuite } from "../helpers/e2e.ts";
 import { type ControlClient, type EventsFixtureEnv, type FixtureState, waitControl } from "../helpers/events-fixture.ts";
 import {
   type EventsEnv,
@@ -18,22 +18,15 @@ import {
   stdioServer,
   waitRuns,
 } from "../helpers/events-serve.ts";
-import { sleep, waitUntil } from "../helpers/fixture.ts";
-import { Cleanups, type Frame, lastUserText, messagesOf } from "../helpers/serve.ts";
+import { waitFor } from "../helpers/wait.ts";
+import { type Frame, lastUserText, messagesOf } from "../helpers/serve.ts";
 
-const cleanups = new Cleanups();
-afterEach(() => cleanups.run());
-beforeAll(() => requireBinary());
+const cleanups = e2eSuite();
 
 const TICKETS = "ticket.updated";
 const PUSH = { name: TICKETS, delivery: "push" };
 
 const chatRequests = (model: MockModel) => model.requests.filter((r) => r.path.endsWith("/chat/completions"));
-
-/** Waits (bounded) until `cond` holds; throws naming `what` otherwise. */
-async function must(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
-  if (!(await waitUntil(cond, ms))) throw new Error(`${what}: not seen within ${ms} ms`);
-}
 
 /** Every event id quoted in any message of any model request. */
 function eventIdsSeenByModel(model: MockModel): Set<string> {
@@ -48,14 +41,13 @@ function eventIdsSeenByModel(model: MockModel): Set<string> {
 }
 
 /** Waits (bounded) for a fixture state that satisfies `done`; returns it. */
-async function fixtureState(fx: ControlClient, done: (s: FixtureState) => boolean, what: string, ms = 15_000): Promise<FixtureState> {
-  const deadline = performance.now() + ms;
-  for (;;) {
-    const s = await fx.state();
-    if (done(s)) return s;
-    if (performance.now() >= deadline) throw new Error(`fixture: ${what} not reached within ${ms} ms; state: ${JSON.stringify({ streams_total: s.streams_total, streams_open: s.streams_open, list_calls: s.list_calls, cancelled: s.cancelled, streams: s.streams.slice(-5) })}`);
-    await sleep(50);
-  }
+function fixtureState(fx: ControlClient, done: (s: FixtureState) => boolean, what: string, ms = 15_000): Promise<FixtureState> {
+  return waitFor(() => fx.state(), {
+    until: done,
+    timeoutMs: ms,
+    label: `fixture: ${what}`,
+    show: (s) => ({ streams_total: s.streams_total, streams_open: s.streams_open, list_calls: s.list_calls, cancelled: s.cancelled, streams: s.streams.slice(-5) }),
+  });
 }
 
 let listIds = 0;
@@ -70,14 +62,8 @@ async function subscriptionStatus(serve: StdioServe): Promise<Record<string, unk
 }
 
 /** Polls `mcp_events_list` (bounded) until the ticket subscription's status satisfies `done`. */
-async function waitSubscription(serve: StdioServe, done: (s: Record<string, unknown>) => boolean, what: string, ms = 10_000): Promise<Record<string, unknown>> {
-  const deadline = performance.now() + ms;
-  for (;;) {
-    const s = await subscriptionStatus(serve);
-    if (done(s)) return s;
-    if (performance.now() >= deadline) throw new Error(`subscription: ${what} not seen within ${ms} ms; last: ${JSON.stringify(s)}`);
-    await sleep(50);
-  }
+function waitSubscription(serve: StdioServe, done: (s: Record<string, unknown>) => boolean, what: string, ms = 10_000): Promise<Record<string, unknown>> {
+  return waitFor(() => subscriptionStatus(serve), { until: done, timeoutMs: ms, label: `subscription: ${what}` });
 }
 
 /** A stdio serve with one configured push subscription to the HTTP fixture, up and streaming. */
@@ -97,9 +83,12 @@ const isRunEnd = (f: Frame) => f.type === "run_end";
 
 /** Waits (bounded) until at least `n` frames match. */
 async function untilCount(serve: StdioServe, match: (f: Frame) => boolean, n: number, ms = 15_000): Promise<void> {
-  if (!(await waitUntil(() => serve.count(match) >= n, ms))) {
-    throw new Error(`${serve.count(match)} matching frames, wanted ${n}; frames: ${JSON.stringify(serve.frames.map((f) => f.type + (f.kind ? `:${f.kind}` : "")))}`);
-  }
+  await waitFor(() => serve.count(match), {
+    until: (seen) => seen >= n,
+    timeoutMs: ms,
+    label: `${n} matching frames`,
+    show: (seen) => `${seen} matching; frames: ${JSON.stringify(serve.frames.map((f) => f.type + (f.kind ? `:${f.kind}` : "")))}`,
+  });
 }
 
 /** The model requests whose last user message carries a `[gap]` notice. */
@@ -133,9 +122,9 @@ describe("MCP events: push", () => {
     expect(status.delivered).toBe(1);
 
     // Several heartbeats (100 ms) and two idle limits (700 ms) go by: the stream is not replaced.
-    // A fixed wait, because what is checked is that a reconnect does NOT happen.
-    await sleep(1500);
-    const steady = await fx.state();
+    // Counted in heartbeats the fixture wrote (15 span two idle limits), not on the test's clock.
+    const beats = (await fx.state()).heartbeats;
+    const steady = await fixtureState(fx, (s) => s.heartbeats >= beats + 15, "15 more heartbeats");
     expect(steady.streams_total).toBe(1);
     expect(steady.streams_open).toBe(1);
     expect(serve.count(isEventFrame("p-1"))).toBe(1);
@@ -207,9 +196,12 @@ describe("MCP events: push", () => {
     const batch = chatRequests(env.model).find((r) => lastUserText(r).includes("3 events arrived"))!;
     for (const id of ["busy-1", "busy-2", "busy-3"]) expect(lastUserText(batch)).toContain(inBatch(id));
     await untilCount(serve, isRunEnd, 2);
-    // Nothing is left to inject: a fixed wait well past the coalesce window (300 ms), because what
-    // is checked is that no further run starts.
-    await sleep(1200);
+    // What is checked is that no further run starts: once the queue is empty (the batch delivered
+    // and marked done) the coalescer has nothing it could inject.
+    await waitFor(async () => (await serve.command({ type: "mcp_events_list", id: `list-${++listIds}` })).data.pending === 0, {
+      timeoutMs: 10_000,
+      label: "an empty events queue",
+    });
     expect(chatRequests(env.model)).toHaveLength(2);
     expect(serve.count(isRunEnd)).toBe(2);
   });
@@ -220,12 +212,12 @@ describe("MCP events: push", () => {
     expect(burst).toEqual({ first_seq: 1, last_seq: 60 });
     const ids = Array.from({ length: 60 }, (_, i) => `evt-${i + 1}`);
     const delivered = () => ids.filter((id) => serve.count(isEventFrame(id)) > 0).length;
-    await must(() => delivered() === 60, "60 event frames", 20_000);
+    await waitFor(() => delivered() === 60, { timeoutMs: 20_000, label: "60 event frames" });
     for (const id of ids) expect(serve.count(isEventFrame(id))).toBe(1);
     expect(serve.frames.some((f) => isStatus("error")(f) && /overflow/.test(String(f.error)))).toBe(true);
 
     const seen = () => ids.filter((id) => eventIdsSeenByModel(env.model).has(id)).length;
-    await must(() => seen() === 60, "all 60 events in model messages", 20_000);
+    await waitFor(() => seen() === 60, { timeoutMs: 20_000, label: "all 60 events in model messages" });
     for (const id of ids) expect(runsFor(env.model, inBatch(id))).toBe(1);
   });
 
@@ -240,7 +232,7 @@ describe("MCP events: push", () => {
     expect(after.list_calls).toBeGreaterThan(before.list_calls);
     expect(after.streams_total).toBeGreaterThan(before.streams_total);
     expect(serve.count(isStatus("refused"))).toBe(0);
-    await must(() => gapNotices(env.model).length > 0, "a gap notice to the model");
+    await waitFor(() => gapNotices(env.model).length > 0, { timeoutMs: 10_000, label: "a gap notice to the model" });
     expect(lastUserText(gapNotices(env.model)[0]!)).toContain("may have been missed");
 
     await fx.control("emit", { event_id: "after-schema" });
@@ -291,7 +283,7 @@ describe("MCP events: push", () => {
     await fx.control("gap");
     const gap = await serve.until(isStatus("gap"));
     expect(gap).toMatchObject({ server: "tickets", name: TICKETS, reason: "truncated", cursor: "1" });
-    await must(() => gapNotices(env.model).length > 0, "a gap notice to the model");
+    await waitFor(() => gapNotices(env.model).length > 0, { timeoutMs: 10_000, label: "a gap notice to the model" });
     const notice = lastUserText(gapNotices(env.model)[0]!);
     expect(notice).toContain("may have been missed");
     expect(notice).toContain("`ticket.updated` on `tickets`");

@@ -10,8 +10,8 @@
 // mock model. Sessions are observed without holding them where reaping matters: through the
 // daemon's health count and its "reaped" log lines, the fixture's request counters and the state
 // on disk.
-import { afterEach, beforeAll, expect, test } from "bun:test";
-import { requireBinary } from "../helpers/bin.ts";
+import { expect, test } from "bun:test";
+import { E2E_WAIT_MS, e2eSuite } from "../helpers/e2e.ts";
 import type { EventsFixtureEnv } from "../helpers/events-fixture.ts";
 import {
   type EventsEnv,
@@ -24,15 +24,13 @@ import {
   runsFor,
   snapshotOnDisk,
   startEventsDaemon,
-  waitFor,
   waitRuns,
 } from "../helpers/events-serve.ts";
+import { waitFor } from "../helpers/wait.ts";
 import { sleep } from "../helpers/fixture.ts";
-import { Cleanups, type Daemon, type Frame, SseReader, command, framesUrl, health } from "../helpers/serve.ts";
+import { type Daemon, type Frame, SseReader, command, framesUrl, health } from "../helpers/serve.ts";
 
-const cleanups = new Cleanups();
-afterEach(() => cleanups.run());
-beforeAll(() => requireBinary());
+const cleanups = e2eSuite();
 
 /** One configured poll subscription (build.finished) on server `tickets`, or the given entries. */
 const environment = (o: { events?: Record<string, unknown>[]; fixtureEnv?: EventsFixtureEnv; knobs?: Record<string, string> } = {}) =>
@@ -47,11 +45,11 @@ const state = (env: EventsEnv) => env.fixture!.state();
 const eventsRequests = async (env: EventsEnv) => (await state(env)).requests.filter((r) => r.method.startsWith("events/")).length;
 
 /** A poll subscription has its starting position once the fixture saw `n` polls in all. */
-const polled = (env: EventsEnv, n = 2) => waitFor(`${n} polls at the fixture`, async () => (await state(env)).polls >= n);
+const polled = (env: EventsEnv, n = 2) => waitFor(async () => (await state(env)).polls >= n, { timeoutMs: E2E_WAIT_MS, label: `${n} polls at the fixture` });
 
 const sessions = async (d: Daemon) => (await health(d)).body.sessions;
 const reapedLine = (session: string) => `session ${JSON.stringify(session)} reaped`;
-const waitReaped = (d: Daemon, session: string) => waitFor(`${session} reaped`, () => d.client.stderrText().includes(reapedLine(session)));
+const waitReaped = (d: Daemon, session: string) => waitFor(() => d.client.stderrText().includes(reapedLine(session)), { timeoutMs: E2E_WAIT_MS, label: `${session} reaped` });
 
 async function stop(d: Daemon): Promise<void> {
   process.kill(d.client.pid, "SIGTERM");
@@ -80,7 +78,7 @@ async function runAfterEvent(frames: SseReader, eventId: string): Promise<Frame[
     const end = start === -1 ? -1 : all.findIndex((f, i) => i > start && f.type === "run_end");
     return { start, end };
   };
-  await waitFor(`a run after the frame of ${eventId}`, () => bounds().end !== -1);
+  await waitFor(() => bounds().end !== -1, { timeoutMs: E2E_WAIT_MS, label: `a run after the frame of ${eventId}` });
   const { start, end } = bounds();
   return all.slice(start, end + 1);
 }
@@ -177,15 +175,15 @@ test("a configured subscription whose server is down at boot is retried, keeps i
   // A retry's `error` frame is not client activity: only the keep-alive rule spares the session.
   const env = await environment({ fixtureEnv: { MCP_FIXTURE_EVENTS_DOWN: true } });
   const d = await startEventsDaemon(cleanups, env, ["--session-idle-timeout", "1"]);
-  await waitFor("three attempts at the fixture", async () => {
+  await waitFor(async () => {
     expect(d.client.stderrText()).not.toContain(reapedLine(EVENTS_SESSION));
     return (await eventsRequests(env)) >= 3;
-  });
+  }, { timeoutMs: E2E_WAIT_MS, label: "three attempts at the fixture" });
   expect(d.client.stderrText()).not.toContain(reapedLine(EVENTS_SESSION));
   expect(await sessions(d)).toBe(1);
 
   await env.fixture!.control("events_down", { down: false });
-  await waitFor("the subscription up", async () => (await list(d, EVENTS_SESSION)).subscriptions.length === 1);
+  await waitFor(async () => (await list(d, EVENTS_SESSION)).subscriptions.length === 1, { timeoutMs: E2E_WAIT_MS, label: "the subscription up" });
   await polled(env);
   await emit(env, "back-1");
   await waitRuns(env.model, inBatch("back-1"));
@@ -195,7 +193,7 @@ test("a configured subscription whose server is down at boot is retried, keeps i
 test("unsubscribing a configured subscription while its server is down stops the retries", async () => {
   const env = await environment({ fixtureEnv: { MCP_FIXTURE_EVENTS_DOWN: true } });
   const d = await startEventsDaemon(cleanups, env);
-  await waitFor("retries at the fixture", async () => (await eventsRequests(env)) >= 2);
+  await waitFor(async () => (await eventsRequests(env)) >= 2, { timeoutMs: E2E_WAIT_MS, label: "retries at the fixture" });
   const r = await command(d, EVENTS_SESSION, { type: "mcp_events_unsubscribe", id: "u1", server: "tickets", name: "build.finished" });
   expect(r.body).toMatchObject({ success: true, data: { removed: true } });
   const asked = await eventsRequests(env);
@@ -277,7 +275,7 @@ test("a runtime subscription to a server removed from the config is refused on r
   // The server is renamed: "tickets" no longer exists.
   env.writeConfig([httpServer(env.fixture!, "renamed", [])]);
   const d2 = await startEventsDaemon(cleanups, env);
-  await waitFor("the runtime subscription forgotten on disk", () => runtimeKeys() === 0);
+  await waitFor(() => runtimeKeys() === 0, { timeoutMs: E2E_WAIT_MS, label: "the runtime subscription forgotten on disk" });
   const refused = (await (await replay(d2, "r1")).until(isStatus("refused"))).at(-1)!;
   expect(String(refused.error)).toContain("tickets");
   await stop(d2);

@@ -2,15 +2,14 @@
 // session whose run fails, whose transcript cannot be written, or whose client goes away while
 // the model stalls must not stop the daemon from serving the other sessions. Every wait is
 // bounded; no timing is asserted.
-import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { RecordedRequest } from "../fixtures/mock-model.ts";
-import { requireBinary } from "../helpers/bin.ts";
+import { e2eSuite } from "../helpers/e2e.ts";
 import { waitUntil } from "../helpers/fixture.ts";
 import {
-  Cleanups,
   SseReader,
   command,
   health,
@@ -22,9 +21,7 @@ import {
   stopDaemon,
 } from "../helpers/serve.ts";
 
-const cleanups = new Cleanups();
-afterEach(() => cleanups.run());
-beforeAll(() => requireBinary());
+const cleanups = e2eSuite();
 
 /** The mock model's default reply: fails (500) or stalls on a marker in the newest user message, else answers. */
 function byMarker(req: RecordedRequest) {
@@ -126,11 +123,8 @@ describe("vigil serve containment", () => {
       const runA = pa.body.data?.run_id;
       const stateOf = async (session: string) => (await command(d, session, { type: "get_state", id: `g-${session}` })).body;
       // Once nothing of a can be recorded its run is stopped: the model is never asked off the record.
-      let idle = false;
-      for (let i = 0; i < 100 && !idle; i++) {
-        idle = (await stateOf("a")).data?.state === "idle";
-        if (!idle) await Bun.sleep(50);
-      }
+      const isIdle = async () => (await stateOf("a")).data?.state === "idle";
+      const idle = await waitUntil(isIdle, 5_000);
       expect(idle).toBe(true);
       expect(env.model.requests.some((r) => lastUserText(r).startsWith("BIG "))).toBe(false);
 
@@ -156,11 +150,7 @@ describe("vigil serve containment", () => {
         (pa2.status === 503 && /transcript|session/i.test(JSON.stringify(pa2.body)));
       if (!failedClearly) console.warn(`a's prompt after its transcript failed: HTTP ${pa2.status} ${JSON.stringify(pa2.body)}`);
       expect(failedClearly).toBe(true);
-      idle = false;
-      for (let i = 0; i < 100 && !idle; i++) {
-        idle = (await stateOf("a")).data?.state === "idle";
-        if (!idle) await Bun.sleep(50);
-      }
+      await waitUntil(isIdle, 5_000); // best effort: the assertion below decides
       expect(env.model.requests.filter((r) => lastUserText(r) === "small one")).toHaveLength(0);
 
       // The daemon is alive and serving b.

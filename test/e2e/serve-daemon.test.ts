@@ -1,11 +1,11 @@
 // `vigil serve --listen` against the compiled binary: health, commands over POST, frames over SSE
 // (two clients, replay across a restart), bad requests, idle reaping, and shutdown on SIGTERM.
-import { afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
-import { requireBinary, VIGIL_BIN } from "../helpers/bin.ts";
+import { e2eSuite } from "../helpers/e2e.ts";
+import { VIGIL_BIN } from "../helpers/bin.ts";
 import { LineClient, procStat, waitForFile, waitUntil } from "../helpers/fixture.ts";
 import {
-  Cleanups,
   type Daemon,
   type Frame,
   type ServeEnv,
@@ -15,11 +15,10 @@ import {
   serveEnvironment,
   startDaemon as startDaemonFor,
 } from "../helpers/serve.ts";
+import { waitFor } from "../helpers/wait.ts";
 import { groupAlive } from "../../src/shared/process-group.ts";
 
-const cleanups = new Cleanups();
-afterEach(() => cleanups.run());
-beforeAll(() => requireBinary());
+const cleanups = e2eSuite();
 
 const environment = () => serveEnvironment(cleanups, { prefix: "vigil-serve-daemon" });
 const startDaemon = (env: ServeEnv, extra: string[] = []): Promise<Daemon> => startDaemonFor(cleanups, env, extra);
@@ -146,12 +145,7 @@ describe("vigil serve --listen", () => {
     expect((await post(d, "idle", { type: "get_state", id: "g" })).status).toBe(200);
     const sessions = async () => ((await (await fetch(`${d.base}/v1/health`)).json()) as { sessions: number }).sessions;
     expect(await sessions()).toBe(2);
-    let n = 2;
-    const deadline = performance.now() + 15_000;
-    while (n !== 1 && performance.now() < deadline) {
-      await Bun.sleep(100);
-      n = await sessions();
-    }
+    const n = await waitFor(sessions, { until: (count) => count === 1, timeoutMs: 15_000, label: "the idle session reaped (sessions left)" });
     expect(n).toBe(1);
     expect(d.client.stderrText()).toContain('session "idle" reaped');
     expect(attached.closed).toBe(false);

@@ -2,11 +2,10 @@
 // while a run is busy, abort of a stalled model turn, get_state / get_transcript, the `command`
 // model, and the conversation history across a daemon restart. Every wait is bounded; no timing
 // is asserted.
-import { afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { requireBinary } from "../helpers/bin.ts";
+import { describe, expect, test } from "bun:test";
+import { e2eSuite } from "../helpers/e2e.ts";
 import { waitUntil } from "../helpers/fixture.ts";
 import {
-  Cleanups,
   type Frame,
   SseReader,
   command,
@@ -21,9 +20,7 @@ import {
   stopDaemon,
 } from "../helpers/serve.ts";
 
-const cleanups = new Cleanups();
-afterEach(() => cleanups.run());
-beforeAll(() => requireBinary());
+const cleanups = e2eSuite();
 
 describe("vigil serve runs", () => {
   test("steer while a run is busy reaches the model at its next turn", async () => {

@@ -1,19 +1,18 @@
 // `vigil serve` in stdio mode, against the compiled binary: the in-process mock model, the stdio
 // fixture MCP server (its own process group, with a grandchild), NDJSON commands and frames.
-import { afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type MockModel, startMockModel } from "../fixtures/mock-model.ts";
-import { requireBinary, VIGIL_BIN } from "../helpers/bin.ts";
+import { e2eSuite } from "../helpers/e2e.ts";
+import { VIGIL_BIN, vigilEnv } from "../helpers/bin.ts";
 import { LineClient, fixtureArgv, procStat, readRecord, tmpDir, waitForFile, waitUntil } from "../helpers/fixture.ts";
-import { Cleanups, killServerGroup } from "../helpers/serve.ts";
+import { killServerGroup } from "../helpers/serve.ts";
 import { groupAlive } from "../../src/shared/process-group.ts";
 
 type Frame = Record<string, unknown> & { type: string; seq?: number };
 
-const cleanups = new Cleanups();
-afterEach(() => cleanups.run());
-beforeAll(() => requireBinary());
+const cleanups = e2eSuite();
 
 interface Setup {
   dir: string;
@@ -46,7 +45,7 @@ async function start(o: { policy?: string; evidence?: boolean } = {}): Promise<S
   writeFileSync(configFile, JSON.stringify(config));
   const stateDir = tmp.file("state");
   const client = new LineClient([VIGIL_BIN, "serve", "--config", configFile, "--state-dir", stateDir], {
-    env: { ...process.env, VIGIL_SHUTDOWN_GRACE_MS: "500" },
+    env: vigilEnv(),
   });
   cleanups.add(() => killServerGroup(grandchildFile));
   cleanups.add(() => client.dispose());

@@ -21,7 +21,7 @@ import {
   runVerify,
   verifyJson,
 } from "../helpers/capture.ts";
-import { requireBinary } from "../helpers/bin.ts";
+import { e2eSuite } from "../helpers/e2e.ts";
 import { tmpDir } from "../helpers/fixture.ts";
 import { EVENT_SOURCE, disposeWrapSessions, startWrap } from "../helpers/wrap.ts";
 
@@ -45,8 +45,9 @@ const stopOf = (dir: string) => JSON.parse(readFileSync(join(dir, CAPTURE.stop),
 
 const fresh = new Map<CaptureKind, MadeCapture>();
 
+e2eSuite();
+
 beforeAll(async () => {
-  requireBinary();
   for (const kind of CAPTURE_KINDS) fresh.set(kind, await makeCapture(kind));
 });
 

@@ -3,7 +3,7 @@
  * bad lines, and names/strings chosen to forge the human report. Each is handled within its bounds:
  * no crash (exit 70 or a signal), a typed finding or a pass. Time is not asserted (bench/ measures it).
  */
-import { afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
@@ -18,18 +18,13 @@ import {
   tamperJson,
   verifyJson,
 } from "../helpers/capture.ts";
-import { requireBinary } from "../helpers/bin.ts";
+import { e2eSuite } from "../helpers/e2e.ts";
 
-beforeAll(requireBinary);
-
-const copies: CaptureCopy[] = [];
-afterEach(() => {
-  for (const c of copies.splice(0)) c.cleanup();
-});
+const cleanups = e2eSuite();
 
 function copyOfClean(): CaptureCopy {
   const c = copyCapture(goldenDir("clean"));
-  copies.push(c);
+  cleanups.add(() => c.cleanup());
   return c;
 }
 

@@ -3,7 +3,7 @@
  * and reason code. Variants meant to reach a deeper check re-hash the manifest entry of the changed
  * file (`rehash: true`) so that the manifest agrees and the deeper check is what fails.
  */
-import { afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
@@ -22,19 +22,14 @@ import {
   tamperManifest,
   verifyJson,
 } from "../helpers/capture.ts";
-import { requireBinary } from "../helpers/bin.ts";
+import { e2eSuite } from "../helpers/e2e.ts";
 
-beforeAll(requireBinary);
-
-const copies: CaptureCopy[] = [];
-afterEach(() => {
-  for (const c of copies.splice(0)) c.cleanup();
-});
+const cleanups = e2eSuite();
 
 /** A fresh copy of a committed golden capture. */
 function copyOf(kind: CaptureKind = "clean"): CaptureCopy {
   const c = copyCapture(goldenDir(kind));
-  copies.push(c);
+  cleanups.add(() => c.cleanup());
   return c;
 }
 

@@ -6,10 +6,11 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { e2eSuite } from "../helpers/e2e.ts";
 import { type TmpDir, fixtureArgv, tmpDir } from "../helpers/fixture.ts";
-import { EVENT_SOURCE, type WrapSession, disposeWrapSessions, runVigil, startWrap, writePolicy } from "../helpers/wrap.ts";
+import { EVENT_SOURCE, type WrapSession, runVigil, startWrap, writePolicy } from "../helpers/wrap.ts";
 
-afterEach(disposeWrapSessions);
+e2eSuite();
 
 let pings = 0;
 

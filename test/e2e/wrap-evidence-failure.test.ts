@@ -3,21 +3,13 @@
  * fail closed by default, exit 3 either way, and a stop record whose accounting covers exactly the
  * complete lines on disk. Failures come from /dev/full, a full tmpfs, and the source-only fault seam.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { e2eSuite } from "../helpers/e2e.ts";
 import { type TmpDir, tmpDir } from "../helpers/fixture.ts";
-import {
-  EVENT_SOURCE,
-  VIGIL_SOURCE,
-  type WrapSession,
-  completeLines,
-  disposeWrapSessions,
-  readJson,
-  sha256Hex,
-  startWrap,
-} from "../helpers/wrap.ts";
+import { EVENT_SOURCE, VIGIL_SOURCE, type WrapSession, completeLines, readJson, sha256Hex, startWrap } from "../helpers/wrap.ts";
 
-afterEach(disposeWrapSessions);
+e2eSuite();
 
 const POLICY = { version: 1, tools: { allow: ["*"], deny: ["exec"] } };
 const FAULT_ENV = "VIGIL_TEST_DECISION_LOG_FAIL_AFTER_BYTES";

@@ -3,13 +3,14 @@
  * directions, denied calls never reach the server, secrets never reach evidence or stderr, dry runs
  * only record, hide_denied filters tools/list, and pins are enforced before any listing.
  */
-import { afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
+import { e2eSuite } from "../helpers/e2e.ts";
 import { type JsonRpcResponse, fixtureArgv } from "../helpers/fixture.ts";
-import { EVENT_SOURCE, canonicalJson, disposeWrapSessions, runVigil, sha256Hex, startWrap } from "../helpers/wrap.ts";
+import { EVENT_SOURCE, canonicalJson, runVigil, sha256Hex, startWrap } from "../helpers/wrap.ts";
 
-afterEach(disposeWrapSessions);
+e2eSuite();
 
 const READ_FILE_SCHEMA = {
   type: "object",

@@ -3,9 +3,10 @@
  * for every way out, the group sweep that leaves no orphan, discover-only runs, the context/stop
  * pair, file modes and the capture manifest.
  */
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { mkdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { e2eSuite } from "../helpers/e2e.ts";
 import { type FixtureEnv, isProcessAlive, procStat, tmpDir } from "../helpers/fixture.ts";
 import {
   CAPTURE,
@@ -13,13 +14,12 @@ import {
   VIGIL_BIN,
   type WrapSession,
   completeLines,
-  disposeWrapSessions,
   readJson,
   sha256Hex,
   startWrap,
 } from "../helpers/wrap.ts";
 
-afterEach(disposeWrapSessions);
+e2eSuite();
 
 const NON_CLAIMS = ["execution_proof", "authentication", "global_coverage", "durable_storage_proof"];
 

@@ -1,4 +1,4 @@
-/** The compiled binary under test: `make test` builds it first; VIGIL_BIN overrides. */
+/** The compiled binary under test (`make test` builds it first; VIGIL_BIN overrides) and the environment it runs with. */
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 
@@ -6,4 +6,12 @@ export const VIGIL_BIN = process.env.VIGIL_BIN ?? resolve("dist/vigil");
 
 export function requireBinary(): void {
   if (!existsSync(VIGIL_BIN)) throw new Error(`${VIGIL_BIN} is missing: run \`make build\` (make test does it for you)`);
+}
+
+/** Test-sized knobs every e2e vigil gets: a short shutdown grace so a stop does not wait seconds. */
+export const E2E_KNOBS: Readonly<Record<string, string>> = { VIGIL_SHUTDOWN_GRACE_MS: "500" };
+
+/** The environment vigil runs with in e2e tests: this process's, the e2e knobs, then a test's own. */
+export function vigilEnv(knobs: Record<string, string> = {}): Record<string, string | undefined> {
+  return { ...process.env, ...E2E_KNOBS, ...knobs };
 }

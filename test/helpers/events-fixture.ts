@@ -51,6 +51,10 @@ export interface FixtureState {
   cancelled: (string | number)[];
   disconnects: number;
   polls: number;
+  /** Arrival time of each events/poll (the fixture's monotonic clock, ms), in order. */
+  poll_times: number[];
+  /** Heartbeats written on all streams so far. */
+  heartbeats: number;
   log_size: number;
   last_seq: number;
   nested_answers: { id: string | number | null; result?: unknown; error?: unknown }[];

@@ -7,7 +7,7 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type MockModel, startMockModel } from "../fixtures/mock-model.ts";
-import { VIGIL_BIN } from "./bin.ts";
+import { E2E_KNOBS, VIGIL_BIN, vigilEnv } from "./bin.ts";
 import {
   type EventsFixture,
   type EventsFixtureEnv,
@@ -15,14 +15,15 @@ import {
   eventsFixtureStdio,
   startEventsFixture,
 } from "./events-fixture.ts";
-import { LineClient, tmpDir, waitUntil } from "./fixture.ts";
+import { LineClient, tmpDir } from "./fixture.ts";
 import { type Cleanups, type Daemon, type Frame, lastUserText } from "./serve.ts";
+import { waitFor } from "./wait.ts";
 
 /** Knobs that make the events timings test-sized (each test may override). */
 export const FAST_KNOBS: Record<string, string> = {
+  ...E2E_KNOBS,
   VIGIL_EVENTS_POLL_FLOOR_MS: "100",
   VIGIL_EVENTS_COALESCE_MS: "300",
-  VIGIL_SHUTDOWN_GRACE_MS: "500",
   VIGIL_EVENTS_RETRY_CAP_MS: "500",
 };
 
@@ -71,7 +72,7 @@ export async function eventsEnvironment(cleanups: Cleanups, o: EventsEnvOptions)
     stateDir: tmp.file("state"),
     model,
     fixture,
-    env: { ...process.env, ...FAST_KNOBS, ...(o.knobs ?? {}) },
+    env: vigilEnv({ ...FAST_KNOBS, ...(o.knobs ?? {}) }),
     writeConfig,
   };
 }
@@ -122,9 +123,11 @@ export class StdioServe {
 
   /** Waits (bounded) for a frame matching `done`; returns it. */
   async until(done: (f: Frame) => boolean, ms = 15_000): Promise<Frame> {
-    if (!(await waitUntil(() => this.frames.some(done), ms))) {
-      throw new Error(`stdio serve: frame not received within ${ms} ms; got ${JSON.stringify(this.frames.map((f) => f.type + (f.kind ? `:${f.kind}` : "")))}\nstderr:\n${this.client.stderrText()}`);
-    }
+    await waitFor(() => this.frames.some(done), {
+      timeoutMs: ms,
+      label: "stdio serve: a matching frame",
+      show: () => `got ${JSON.stringify(this.frames.map((f) => f.type + (f.kind ? `:${f.kind}` : "")))}\nstderr:\n${this.client.stderrText()}`,
+    });
     return this.frames.find(done)!;
   }
 
@@ -190,9 +193,12 @@ export function runsFor(model: MockModel, needle: string): number {
 
 /** Waits (bounded) until `runsFor(model, needle) >= n`. */
 export async function waitRuns(model: MockModel, needle: string, n = 1, ms = 15_000): Promise<void> {
-  if (!(await waitUntil(() => runsFor(model, needle) >= n, ms))) {
-    throw new Error(`model saw ${JSON.stringify(needle)} in ${runsFor(model, needle)} requests, wanted ${n}`);
-  }
+  await waitFor(() => runsFor(model, needle), {
+    until: (runs) => runs >= n,
+    timeoutMs: ms,
+    label: `${n} model requests with ${JSON.stringify(needle)}`,
+    show: (runs) => `${runs} requests`,
+  });
 }
 
 /** The daemon's session that owns the configured subscriptions (default `--mcp-events-session`). */
@@ -200,16 +206,6 @@ export const EVENTS_SESSION = "mcp-events";
 
 /** What identifies one event in the model-visible batch text (exact: "e-1" is not "e-10"). */
 export const inBatch = (eventId: string) => `event_id="${eventId}"`;
-
-/** Waits (bounded) for a condition that may be async; throws naming `what`. */
-export async function waitFor(what: string, cond: () => boolean | Promise<boolean>, ms = 15_000): Promise<void> {
-  const deadline = performance.now() + ms;
-  for (;;) {
-    if (await cond()) return;
-    if (performance.now() >= deadline) throw new Error(`not within ${ms} ms: ${what}`);
-    await Bun.sleep(25);
-  }
-}
 
 export const isEventFrame = (id: string) => (f: Frame) => f.type === "mcp_event" && (f.event as { eventId?: string } | undefined)?.eventId === id;
 export const isStatus = (kind: string) => (f: Frame) => f.type === "mcp_event_status" && f.kind === kind;

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { EventsStore, type EventsStoreOptions } from "../../src/events/store/events-store.ts";
 import type { EventsStoreError } from "../../src/events/store/errors.ts";
 import { StateError } from "../../src/shared/durable/state-error.ts";
-import { EVENTS_LOG_FILE, EVENTS_SNAPSHOT_FILE } from "../../src/serve/state/paths.ts";
+import { EVENTS_LOG_FILE, EVENTS_SNAPSHOT_FILE } from "../../src/events/store/files.ts";
 import { type TmpDir, tmpDir } from "./fixture.ts";
 
 /** Registers an afterEach that closes the stores and removes the temp dir; `after` runs last. */

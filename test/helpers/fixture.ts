@@ -6,6 +6,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { constants, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
+import { WaitTimeoutError, waitFor } from "./wait.ts";
 
 export const FIXTURE_SERVER = resolve(import.meta.dir, "../fixtures/servers/fixture-server.ts");
 
@@ -50,25 +51,18 @@ export function readRecord(file: string): string[] {
 export const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
 
 /** Resolves with the file's contents once it exists and is non-empty; rejects after `ms`. */
-export async function waitForFile(path: string, ms: number): Promise<string> {
-  const deadline = performance.now() + ms;
-  for (;;) {
-    if (existsSync(path)) {
-      const text = readFileSync(path, "utf8");
-      if (text !== "") return text;
-    }
-    if (performance.now() >= deadline) throw new Error(`waitForFile: ${path} did not appear within ${ms} ms`);
-    await sleep(20);
-  }
+export function waitForFile(path: string, ms: number): Promise<string> {
+  return waitFor(() => (existsSync(path) ? readFileSync(path, "utf8") : ""), { timeoutMs: ms, label: `waitForFile: ${path} to appear` });
 }
 
-/** Resolves true once `done()` holds, false after `ms`. */
-export async function waitUntil(done: () => boolean, ms: number): Promise<boolean> {
-  const deadline = performance.now() + ms;
-  for (;;) {
-    if (done()) return true;
-    if (performance.now() >= deadline) return false;
-    await sleep(20);
+/** Resolves true once `done()` holds, false after `ms` (for `expect(await waitUntil(…)).toBe(true)`). */
+export async function waitUntil(done: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
+  try {
+    await waitFor(done, { timeoutMs: ms, label: "waitUntil" });
+    return true;
+  } catch (e) {
+    if (e instanceof WaitTimeoutError) return false;
+    throw e;
   }
 }
 
@@ -237,9 +231,12 @@ export class LineClient {
 
   /** Resolves once stderr contains `marker`; rejects after `timeoutMs`. */
   async waitForStderr(marker: string, timeoutMs = 5000): Promise<void> {
-    if (!(await waitUntil(() => this.stderr.includes(marker), timeoutMs))) {
-      throw new Error(`LineClient: ${JSON.stringify(marker)} not on stderr within ${timeoutMs} ms; stderr:\n${this.stderr}`);
-    }
+    await waitFor(() => this.stderr, {
+      until: (stderr) => stderr.includes(marker),
+      timeoutMs,
+      label: `LineClient: ${JSON.stringify(marker)} on stderr`,
+      show: (stderr) => `stderr:\n${stderr}`,
+    });
   }
 
   /** Signals the whole process group (needs `detached`); false when the group is gone. */

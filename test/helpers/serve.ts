@@ -1,35 +1,20 @@
 /**
- * Helpers for end-to-end tests of `vigil serve` against the compiled binary: a cleanup list for
- * afterEach, the serve config with the mock model and the stdio fixture server, the daemon
- * (`--listen 127.0.0.1:0`), commands over POST, and a minimal SSE reader. Every wait is bounded.
+ * Helpers for end-to-end tests of `vigil serve` against the compiled binary: the serve config with
+ * the mock model and the stdio fixture server, the daemon (`--listen 127.0.0.1:0`), commands over
+ * POST, and a minimal SSE reader. Every wait is bounded. (`Cleanups` lives in cleanups.ts.)
  *
  * Shared by every test/e2e/serve-*.test.ts file.
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { type MockModel, type RecordedRequest, startMockModel } from "../fixtures/mock-model.ts";
-import { VIGIL_BIN } from "./bin.ts";
-import { LineClient, fixtureArgv, procStat, tmpDir, waitUntil } from "./fixture.ts";
+import { VIGIL_BIN, vigilEnv } from "./bin.ts";
+import { Cleanups } from "./cleanups.ts";
+import { LineClient, fixtureArgv, procStat, tmpDir } from "./fixture.ts";
+import { waitFor } from "./wait.ts";
 
 export type Frame = Record<string, unknown> & { type: string; seq: number };
 
-/** Cleanups run in reverse order; `run()` for afterEach (a failing cleanup does not stop the others). */
-export class Cleanups {
-  private readonly list: (() => Promise<void> | void)[] = [];
-
-  add(fn: () => Promise<void> | void): void {
-    this.list.push(fn);
-  }
-
-  async run(): Promise<void> {
-    for (const c of this.list.splice(0).reverse()) {
-      try {
-        await c();
-      } catch {
-        // best effort: the next cleanup still runs
-      }
-    }
-  }
-}
+export { Cleanups };
 
 /** afterEach safety net: the fixture server's group (found through its grandchild) is SIGKILLed. */
 export function killServerGroup(grandchildFile: string): void {
@@ -91,7 +76,7 @@ export interface Daemon {
 export async function startDaemon(cleanups: Cleanups, env: Pick<ServeEnv, "configFile" | "stateDir">, extra: string[] = []): Promise<Daemon> {
   const client = new LineClient(
     [VIGIL_BIN, "serve", "--config", env.configFile, "--state-dir", env.stateDir, "--listen", "127.0.0.1:0", ...extra],
-    { env: { ...process.env, VIGIL_SHUTDOWN_GRACE_MS: "500" } },
+    { env: vigilEnv() },
   );
   cleanups.add(() => client.dispose());
   await client.waitForStderr("vigil serve listening http://", 20_000);
@@ -149,29 +134,34 @@ export class SseReader {
     if (!(res.headers.get("content-type") ?? "").includes("text/event-stream")) throw new Error(`SSE ${url}: not an event stream`);
     void r.pump(res.body!);
     cleanups.add(() => r.close());
-    if (!(await waitUntil(() => r.comments > 0 || r.frames.length > 0, 10_000))) throw new Error("SSE: nothing received");
+    await waitFor(() => r.comments > 0 || r.frames.length > 0, { timeoutMs: 10_000, label: `SSE ${url}: a first comment or frame` });
     return r;
   }
 
   /** Frames up to and including the first that matches. */
   async until(done: (f: Frame) => boolean, ms = 15_000): Promise<Frame[]> {
-    if (!(await waitUntil(() => this.frames.some(done), ms))) {
-      throw new Error(`SSE: frame not received within ${ms} ms; got ${JSON.stringify(this.frames.map((f) => f.type))}`);
-    }
+    await waitFor(() => this.frames.some(done), { timeoutMs: ms, label: "SSE: a matching frame", show: () => `got ${this.frameTypes()}` });
     return this.frames.slice(0, this.frames.findIndex(done) + 1);
   }
 
   /** Frames up to and including the n-th that matches. */
   async untilNth(done: (f: Frame) => boolean, n: number, ms = 15_000): Promise<Frame[]> {
-    if (!(await waitUntil(() => this.frames.filter(done).length >= n, ms))) {
-      throw new Error(`SSE: ${n} matching frames not received within ${ms} ms; got ${JSON.stringify(this.frames.map((f) => f.type))}`);
-    }
+    await waitFor(() => this.frames.filter(done).length, {
+      until: (seen) => seen >= n,
+      timeoutMs: ms,
+      label: `SSE: ${n} matching frames`,
+      show: (seen) => `${seen} matching; got ${this.frameTypes()}`,
+    });
     let seen = 0;
     return this.frames.slice(0, this.frames.findIndex((f) => done(f) && ++seen === n) + 1);
   }
 
   close(): void {
     this.controller.abort();
+  }
+
+  private frameTypes(): string {
+    return JSON.stringify(this.frames.map((f) => f.type));
   }
 
   private async pump(body: ReadableStream<Uint8Array>): Promise<void> {

@@ -17,7 +17,8 @@ import {
   startEventsFixture,
   waitControl,
 } from "../helpers/events-fixture.ts";
-import { LineClient, waitUntil } from "../helpers/fixture.ts";
+import { LineClient } from "../helpers/fixture.ts";
+import { waitFor } from "../helpers/wait.ts";
 import { Cleanups } from "../helpers/serve.ts";
 
 const SUB_META = "io.modelcontextprotocol/subscriptionId";
@@ -71,24 +72,18 @@ async function rpcError(p: Promise<unknown>): Promise<McpError> {
 
 const byMethod = (notes: Note[], method: string) => notes.filter((n) => n.method === `notifications/events/${method}`);
 
-async function waitNotes(notes: Note[], method: string, count = 1): Promise<Note[]> {
-  if (!(await waitUntil(() => byMethod(notes, method).length >= count, WAIT_MS))) {
-    throw new Error(`fewer than ${count} ${method} notifications; got ${JSON.stringify(notes.map((n) => n.method))}`);
-  }
-  return byMethod(notes, method);
+function waitNotes(notes: Note[], method: string, count = 1): Promise<Note[]> {
+  return waitFor(() => byMethod(notes, method), {
+    until: (seen) => seen.length >= count,
+    timeoutMs: WAIT_MS,
+    label: `${count} ${method} notifications`,
+    show: () => `got ${JSON.stringify(notes.map((n) => n.method))}`,
+  });
 }
 
-/** Polls the control state until `done` holds (bounded). */
-async function waitState(c: ControlClient, done: (s: Awaited<ReturnType<ControlClient["state"]>>) => boolean) {
-  let last: unknown;
-  const deadline = performance.now() + WAIT_MS;
-  for (;;) {
-    const s = await c.state();
-    last = s;
-    if (done(s)) return s;
-    if (performance.now() >= deadline) throw new Error(`state condition not met; last state ${JSON.stringify(last)}`);
-    await Bun.sleep(20);
-  }
+/** Reads the control state until `done` holds (bounded). */
+function waitState(c: ControlClient, done: (s: Awaited<ReturnType<ControlClient["state"]>>) => boolean) {
+  return waitFor(() => c.state(), { until: done, timeoutMs: WAIT_MS, label: "a fixture state", show: (s) => JSON.stringify(s) });
 }
 
 async function rawPost(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {

@@ -10,6 +10,7 @@ import type { McpServerConfig } from "../../src/serve/config/schema.ts";
 import { EventsRefused, ServerEvents } from "../../src/events/wire/server-events.ts";
 import type { PushStream } from "../../src/events/wire/push-stream.ts";
 import { type EventsFixtureEnv, eventsFixtureStdio, startEventsFixture, waitControl } from "../helpers/events-fixture.ts";
+import { waitUntil } from "../helpers/fixture.ts";
 import { Cleanups } from "../helpers/serve.ts";
 
 const cleanups = new Cleanups();
@@ -75,8 +76,8 @@ test("over HTTP a stream gets its own notifications, and closing it drops the re
   expect(a.queued).toBe(0);
   a.close();
   // The SDK posts notifications/cancelled; the connection also drops the stream's response.
-  expect(await waitUntilAsync(async () => (await fixture.state()).cancelled.length === 1, 15_000)).toBe(true);
-  expect(await waitUntilAsync(async () => (await fixture.state()).disconnects >= 1, 15_000)).toBe(true);
+  expect(await waitUntil(async () => (await fixture.state()).cancelled.length === 1, 15_000)).toBe(true);
+  expect(await waitUntil(async () => (await fixture.state()).disconnects >= 1, 15_000)).toBe(true);
   expect(wire.openStreams).toBe(1);
   b.close();
 });
@@ -93,7 +94,7 @@ test("over stdio closing a stream sends notifications/cancelled", async () => {
   await control.control("emit", { event_id: "s-1" });
   expect((await nextNotification(stream)).params.eventId).toBe("s-1");
   stream.close();
-  expect(await waitUntilAsync(async () => (await control.state()).cancelled.length === 1, 10_000)).toBe(true);
+  expect(await waitUntil(async () => (await control.state()).cancelled.length === 1, 10_000)).toBe(true);
 });
 
 test("an unknown event on events/stream ends the stream with the server's error", async () => {
@@ -102,12 +103,3 @@ test("an unknown event on events/stream ends the stream with the server's error"
   const item = await stream.next(10_000);
   expect(item).toMatchObject({ kind: "end", end: { kind: "rpc_error", code: -32023 } });
 });
-
-async function waitUntilAsync(done: () => Promise<boolean>, ms: number): Promise<boolean> {
-  const deadline = performance.now() + ms;
-  for (;;) {
-    if (await done()) return true;
-    if (performance.now() > deadline) return false;
-    await Bun.sleep(25);
-  }
-}

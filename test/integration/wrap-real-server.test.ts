@@ -9,6 +9,7 @@ import { join, resolve } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { VIGIL_BIN, requireBinary } from "../helpers/bin.ts";
+import { waitFor } from "../helpers/wait.ts";
 
 const EVERYTHING = resolve("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
 const POLICY = `version: 1
@@ -66,7 +67,7 @@ test("server-everything works through vigil wrap with the SDK client; policy hol
   expect((bad.structuredContent as { vigil: { error_code: string } }).vigil.error_code).toBe("E_ARG_SCHEMA");
 
   await client.close();
-  await waitFor(() => readdirSync(capture).includes("capture.json"), 15_000);
+  await waitFor(() => readdirSync(capture).includes("capture.json"), { timeoutMs: 15_000, label: "capture.json in the capture dir" });
 
   const decisions = readFileSync(join(capture, "decisions.ndjson"), "utf8").trim().split("\n").map((l) => JSON.parse(l).data);
   expect(decisions.map((d) => [d.tool, d.decision, d.reason_code])).toEqual([
@@ -83,11 +84,3 @@ test("server-everything works through vigil wrap with the SDK client; policy hol
   expect(context.client_info).toEqual({ name: "vigil-test", version: "1.0.0" });
   for (const name of readdirSync(capture)) expect(readFileSync(join(capture, name), "utf8")).not.toContain(secret.slice(4));
 }, 60_000);
-
-async function waitFor(done: () => boolean, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms`);
-    await Bun.sleep(25);
-  }
-}

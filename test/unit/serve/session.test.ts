@@ -8,6 +8,7 @@ import type { TranscriptRecord } from "../../../src/serve/state/transcript.ts";
 import { EVENTS_NOT_ENABLED_MESSAGE, Session, SessionClosedError } from "../../../src/serve/session/session.ts";
 import type { RunOutcome, RunRequest, RunSettled, Runner } from "../../../src/serve/session/types.ts";
 import { type TmpDir, tmpDir } from "../../helpers/fixture.ts";
+import { waitFor } from "../../helpers/wait.ts";
 
 // ---- harness ----
 
@@ -21,14 +22,8 @@ function gate(): Gate {
   return { promise, release };
 }
 
-/** Polls `pred` every 5 ms, at most `ms`. */
-async function waitFor(pred: () => boolean, what: string, ms = 3000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!pred()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(5);
-  }
-}
+/** Waits (bounded) for the session to get somewhere; a run's settlement is only observable this way. */
+const settledWhen = (done: () => boolean, what: string) => waitFor(done, { timeoutMs: 3000, label: what, intervalMs: 5 });
 
 interface RunCtx {
   req: RunRequest;
@@ -132,7 +127,7 @@ describe("prompt and frames", () => {
     const runId = ok<{ run_id: string }>(r).run_id;
     expect(typeof runId).toBe("string");
     expect((r as { seq?: number }).seq).toBe(1);
-    await waitFor(() => settled.length === 1, "the run to settle");
+    await settledWhen(() => settled.length === 1, "the run to settle");
     expect(settled[0]).toEqual({ runId, status: "ok", succeeded: true, delivered: [], returned: [] });
     expect(s.state).toBe("idle");
     expect(s.lastActivity).toBeGreaterThan(before);
@@ -149,7 +144,7 @@ describe("prompt and frames", () => {
     ]);
     // the second run gets the history
     await s.handle(prompt("p2", "again"));
-    await waitFor(() => settled.length === 2, "the second run");
+    await settledWhen(() => settled.length === 2, "the second run");
     expect(fake.calls[1]!.history).toEqual([
       { role: "user", text: "hello" },
       { role: "assistant", text: "echo: hello" },
@@ -169,7 +164,7 @@ describe("prompt and frames", () => {
     const unsub = s.subscribe(() => {});
     unsub();
     await s.handle(prompt("p1", "hi"));
-    await waitFor(() => settled.length === 1, "the run");
+    await settledWhen(() => settled.length === 1, "the run");
     expect(badCalls).toBe(1);
     expect(good).toEqual([1, 2, 3, 4, 5]);
     expect(settled[0]!.succeeded).toBe(true);
@@ -190,7 +185,7 @@ describe("queues", () => {
     expect(st.state).toBe("running");
     expect(st.queued).toEqual({ follow_up: 2, steer: 0 });
     first.release.release();
-    await waitFor(() => settled.length === 2, "both runs");
+    await settledWhen(() => settled.length === 2, "both runs");
     expect(fake.calls).toHaveLength(2);
     expect(fake.calls[1]!.trigger).toBe("follow_up");
     expect(fake.calls[1]!.prompt).toEqual([
@@ -220,7 +215,7 @@ describe("queues", () => {
     await started.promise;
     expect(ok(await s.handle(prompt("p2", "change course", "steer")))).toEqual({ queued: "steer" });
     turn.release();
-    await waitFor(() => settled.length === 1, "the run");
+    await settledWhen(() => settled.length === 1, "the run");
     expect(fake.calls).toHaveLength(1);
     expect(s.history).toEqual([
       { role: "user", text: "work" },
@@ -248,7 +243,7 @@ describe("queues", () => {
     const second = fake.blocking();
     const a = ok<{ aborted: string | null }>(await s.handle({ type: "abort", id: "a1" }));
     expect(a.aborted).toBe(fake.calls[0]!.runId);
-    await waitFor(() => settled.length >= 1, "the aborted run");
+    await settledWhen(() => settled.length >= 1, "the aborted run");
     expect(settled[0]).toMatchObject({ runId: fake.calls[0]!.runId, status: "aborted", succeeded: false });
     // the next run starts with the steer first, then the follow-up
     await second.started.promise;
@@ -260,7 +255,7 @@ describe("queues", () => {
     const ends = frames.filter((f) => f.type === "run_end");
     expect(ends[0]).toMatchObject({ run_id: fake.calls[0]!.runId, status: "aborted" });
     second.release.release();
-    await waitFor(() => settled.length === 2, "the second run");
+    await settledWhen(() => settled.length === 2, "the second run");
     expect(ok<{ aborted: null }>(await s.handle({ type: "abort", id: "a2" }))).toEqual({ aborted: null });
   });
 
@@ -292,7 +287,7 @@ describe("queues", () => {
     expect(fake.calls[1]!.prompt).toEqual([{ role: "user", text: "late steer" }]);
     expect(settled[0]!.status).toBe("aborted");
     next.release.release();
-    await waitFor(() => settled.length === 2, "the second run");
+    await settledWhen(() => settled.length === 2, "the second run");
   });
 });
 
@@ -301,7 +296,7 @@ describe("state and transcript", () => {
     const fake = new FakeRunner();
     const first = await openSession(fake);
     await first.s.handle(prompt("p1", "remember me"));
-    await waitFor(() => first.settled.length === 1, "the run");
+    await settledWhen(() => first.settled.length === 1, "the run");
     const lastSeq = first.s.lastSeq;
     expect(lastSeq).toBe(5);
     await first.s.close();
@@ -334,7 +329,7 @@ describe("state and transcript", () => {
     expect(all.frames[0]!.seq).toBe(1);
     // a new run sees the restored history
     await s.handle(prompt("p2", "and now"));
-    await waitFor(() => settled.length === 1, "the run after restart");
+    await settledWhen(() => settled.length === 1, "the run after restart");
     expect(fake2.calls[0]!.history).toEqual([
       { role: "user", text: "remember me" },
       { role: "assistant", text: "echo: remember me" },
@@ -353,7 +348,7 @@ describe("state and transcript", () => {
     const st = ok<Record<string, unknown>>(await s.handle({ type: "get_state", id: "g" }));
     expect(st).toMatchObject({ state: "running", run_id: run, queued: { follow_up: 1, steer: 2 }, pending_injections: 2 });
     b.release.release();
-    await waitFor(() => settled.length === 2, "both runs");
+    await settledWhen(() => settled.length === 2, "both runs");
   });
 
   test("a client that sees run_end finds the run over: get_state says idle and a prompt starts a run", async () => {
@@ -372,11 +367,11 @@ describe("state and transcript", () => {
     const r1 = ok<{ run_id: string }>(await s.handle(prompt("p1", "x"))).run_id;
     await b.started.promise;
     expect(ok<{ aborted: string }>(await s.handle({ type: "abort", id: "a1" })).aborted).toBe(r1);
-    await waitFor(() => settled.length === 1, "the aborted run");
+    await settledWhen(() => settled.length === 1, "the aborted run");
     ok(await s.handle(prompt("p2", "y")));
-    await waitFor(() => settled.length === 2, "the failed run");
+    await settledWhen(() => settled.length === 2, "the failed run");
     ok(await s.handle(prompt("p3", "z")));
-    await waitFor(() => settled.length === 3, "the echo run");
+    await settledWhen(() => settled.length === 3, "the echo run");
     const states = (await Promise.all(answers)).map((r) => ok<{ state: string; run_id?: string }>(r));
     expect(states.map((d) => [d.state, d.run_id])).toEqual([
       ["idle", undefined],
@@ -394,7 +389,7 @@ describe("state and transcript", () => {
       if (f.type === "run_end" && replies.length === 0) replies.push(s.handle(prompt("p2", "next")));
     });
     ok(await s.handle(prompt("p1", "first")));
-    await waitFor(() => settled.length === 2, "both runs");
+    await settledWhen(() => settled.length === 2, "both runs");
     const second = ok<Record<string, unknown>>(await replies[0]!);
     expect(second.run_id).toEqual(expect.any(String));
     expect(second.queued).toBeUndefined();
@@ -452,7 +447,7 @@ describe("injection", () => {
     expect(s.inject({ tag: "b2", text: "batch two", behavior: "steer" })).toEqual({ queued: "steer" });
     expect(s.inject({ tag: "b3", text: "batch three", behavior: "follow_up" })).toEqual({ queued: "follow_up" });
     turn.release();
-    await waitFor(() => settled.length === 2, "both runs");
+    await settledWhen(() => settled.length === 2, "both runs");
     expect(settled[0]).toMatchObject({ status: "ok", succeeded: true, delivered: ["b1", "b2"], returned: [] });
     expect(settled[1]).toMatchObject({ status: "ok", succeeded: true, delivered: ["b3"], returned: [] });
     expect(fake.calls[1]!.trigger).toBe("mcp_events");
@@ -463,7 +458,7 @@ describe("injection", () => {
     const { s, settled } = await openSession(fake);
     const r = s.inject({ tag: "s1", text: "now", behavior: "steer" });
     expect(r).toEqual({ started: fake.calls[0]!.runId });
-    await waitFor(() => settled.length === 1, "the run");
+    await settledWhen(() => settled.length === 1, "the run");
     expect(settled[0]!.delivered).toEqual(["s1"]);
   });
 
@@ -483,7 +478,7 @@ describe("injection", () => {
     await started.promise;
     s.inject({ tag: "f2", text: "b", behavior: "steer" });
     turn.release();
-    await waitFor(() => settled.length === 1, "the run");
+    await settledWhen(() => settled.length === 1, "the run");
     expect(settled[0]).toMatchObject({ status: "failed", succeeded: false, delivered: [], returned: ["f1", "f2"] });
     expect(s.state).toBe("idle");
     // the returned batch is not kept in the history (it will be re-injected)
@@ -508,7 +503,7 @@ describe("injection", () => {
     await started.promise;
     s.inject({ tag: "x2", text: "b", behavior: "steer" });
     turn.release();
-    await waitFor(() => settled.length === 1, "the run");
+    await settledWhen(() => settled.length === 1, "the run");
     expect(settled[0]).toMatchObject({ succeeded: true, delivered: ["x1"], returned: ["x2"] });
     expect(fake.calls).toHaveLength(1);
   });
@@ -520,7 +515,7 @@ describe("injection", () => {
       throw new Error("runner exploded");
     });
     s.inject({ tag: "t1", text: "boom", behavior: "follow_up" });
-    await waitFor(() => settled.length === 1, "the failed run");
+    await settledWhen(() => settled.length === 1, "the failed run");
     expect(settled[0]).toMatchObject({ status: "failed", succeeded: false, delivered: [], returned: ["t1"] });
     const frames = (await s.replay(0)).records;
     expect(frames.at(-1)).toMatchObject({ type: "run_end", run_id: settled[0]!.runId, status: "failed", error: "runner exploded" });
@@ -535,11 +530,11 @@ describe("injection", () => {
     const settled2: RunSettled[] = [];
     s2.onRunSettled((r) => settled2.push(r));
     await s2.handle(prompt("p", "x"));
-    await waitFor(() => settled2.length === 1, "the thrown run");
+    await settledWhen(() => settled2.length === 1, "the thrown run");
     expect((await s2.replay(0)).records.map((f) => f.type)).toEqual(["response", "run_start", "run_end"]);
     // and the first session still runs
     await s.handle(prompt("p2", "still here"));
-    await waitFor(() => settled.length === 2, "the next run");
+    await settledWhen(() => settled.length === 2, "the next run");
     expect(settled[1]!.succeeded).toBe(true);
   });
 });
