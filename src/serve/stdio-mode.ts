@@ -18,15 +18,15 @@
 import type { FileSink } from "bun";
 import { errorMessage } from "../shared/errors.ts";
 import { logLine } from "../shared/log.ts";
-import { within } from "../shared/process-group.ts";
+import { ENDING_SIGNALS, onSignals } from "../shared/signals.ts";
+import { within } from "../shared/time.ts";
 import { ClientWriter } from "../shared/ndjson/line-writer.ts";
-import { type ServeApp, runBoundMs } from "./app.ts";
+import type { ServeApp } from "./types.ts";
 import { NdjsonCommandReader, encodeFrame } from "./protocol/ndjson.ts";
 import type { ParseCommandResult } from "./protocol/parse-command.ts";
 import type { Session } from "./session/session.ts";
 
 const OUT_HIGH_WATER = 4 * 1024 * 1024;
-const HANDLED_SIGNALS = { SIGTERM: 15, SIGINT: 2, SIGHUP: 1 } as const;
 const FLUSH_ON_EXIT_MS = 2000;
 const IDLE_POLL_MS = 25;
 
@@ -45,13 +45,9 @@ export async function runStdioMode(app: ServeApp, options: StdioModeOptions): Pr
   // A signal after EOF (while the run in flight finishes) must still end us promptly.
   let signalled!: (signo: number) => void;
   const signal = new Promise<number>((resolve) => (signalled = resolve));
-  const handlers = Object.entries(HANDLED_SIGNALS).map(([name, signo]) => {
-    const handler = () => {
-      end({ kind: "signal", signo });
-      signalled(signo);
-    };
-    process.on(name, handler);
-    return () => process.off(name, handler);
+  const offSignals = onSignals(ENDING_SIGNALS, (signo) => {
+    end({ kind: "signal", signo });
+    signalled(signo);
   });
   try {
     const out = new FrameWriter(new ClientWriter(options.stdout ?? Bun.stdout.writer()), (reason) => end({ kind: "broken", reason }));
@@ -69,7 +65,7 @@ export async function runStdioMode(app: ServeApp, options: StdioModeOptions): Pr
     let ending = await ended;
     input.stop();
     if (ending.kind === "eof") {
-      const late = await Promise.race([waitIdle(session, runBoundMs(app.config)).then(() => null), signal]);
+      const late = await Promise.race([waitIdle(session, app.runBoundMs).then(() => null), signal]);
       if (late !== null) ending = { kind: "signal", signo: late };
     }
     await app.shutdown();
@@ -81,7 +77,7 @@ export async function runStdioMode(app: ServeApp, options: StdioModeOptions): Pr
     }
     return 0;
   } finally {
-    for (const off of handlers) off();
+    offSignals();
   }
 }
 

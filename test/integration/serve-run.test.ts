@@ -12,6 +12,7 @@ import { DecisionRecorder } from "../../src/evidence/decision-recorder.ts";
 import { EvidenceLog } from "../../src/evidence/evidence-log.ts";
 import { loadPolicyFile, type LoadedPolicy } from "../../src/policy/load.ts";
 import { createOpenAiModel } from "../../src/serve/models/openai.ts";
+import { createRunModel } from "../../src/serve/models/registry.ts";
 import type { ChatMessage } from "../../src/serve/models/types.ts";
 import type { FrameBody } from "../../src/serve/protocol/frames.ts";
 import { type RunDeps, type RunInput, runConversation } from "../../src/serve/run/run-loop.ts";
@@ -45,11 +46,14 @@ async function fixturePool(record: string): Promise<McpServerPool> {
 }
 
 const chat = (m: MockModel, maxTurns = 8, timeoutMs = 20_000): RunDeps["model"] => ({
-  kind: "chat",
   chat: createOpenAiModel({ provider: "openai", base_url: m.url, model: "mock-model", max_turns: maxTurns, timeout_ms: 20_000 }, { env: {}, retryBaseMs: 1 }),
   maxTurns,
   timeoutMs,
 });
+
+/** The command model as serve builds it (through the provider registry), bounded to 10 s. */
+const commandModel = (command: string[]): RunDeps["model"] =>
+  createRunModel({ provider: "command", command, timeout_ms: 10_000 }, { env: process.env });
 
 const input = (over: Partial<RunInput> = {}): RunInput => ({
   runId: "run_1",
@@ -234,7 +238,7 @@ describe("serve run loop", () => {
     const steers: ChatMessage[][] = [[{ role: "user", text: "and a steer" }]];
     const result = await runConversation(
       input({ history: [{ role: "user", text: "earlier" }, { role: "assistant", text: "reply" }], takeSteers: () => steers.shift() ?? [] }),
-      { model: { kind: "command", config: { provider: "command", command: ["sh", "-c", "cat"], timeout_ms: 10_000 }, timeoutMs: 10_000 }, tools: null, systemPrompt: "sys", emit: (f) => void frames.push(f) },
+      { model: commandModel(["sh", "-c", "cat"]), tools: null, systemPrompt: "sys", emit: (f) => void frames.push(f) },
       never,
     );
     expect(result.status).toBe("ok");
@@ -248,7 +252,7 @@ describe("serve run loop", () => {
   test("command model failure → failed with the model's message", async () => {
     const result = await runConversation(
       input(),
-      { model: { kind: "command", config: { provider: "command", command: ["sh", "-c", "echo boom >&2; exit 3"], timeout_ms: 10_000 }, timeoutMs: 10_000 }, tools: null, emit: () => {} },
+      { model: commandModel(["sh", "-c", "echo boom >&2; exit 3"]), tools: null, emit: () => {} },
       never,
     );
     expect(result.status).toBe("failed");

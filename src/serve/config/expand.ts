@@ -2,7 +2,7 @@
  * `${VAR}` expansion from the environment, applied only to the values that name where and how to
  * reach a model or an MCP server:
  *
- *   model.base_url, model.command[i],
+ *   the model's (each provider names its own: model.base_url, model.command[i]),
  *   mcp_servers[i].url, .headers.*, .command, .args[j], .env.*
  *
  * Everything else (system_prompt, instructions, event arguments, policy, cwd, names) is literal.
@@ -15,9 +15,11 @@
  */
 import { formatPath } from "../../shared/issues.ts";
 import type { PathSegment } from "../../shared/document-path.ts";
+import { expandModel } from "../models/registry.ts";
+import type { Env } from "./env.ts";
 import type { ServeConfig } from "./schema.ts";
 
-export type Env = Readonly<Record<string, string | undefined>>;
+export type { Env } from "./env.ts";
 
 const VAR_NAME = /^[A-Z_][A-Z0-9_]*$/;
 
@@ -89,10 +91,7 @@ export function expandConfig(raw: ServeConfig, env: Env): Expansion {
   const map = (m: Record<string, string>, base: PathSegment[]) =>
     Object.fromEntries(Object.entries(m).map(([k, value]) => [k, str(value, [...base, k])]));
 
-  const model: ServeConfig["model"] =
-    raw.model.provider === "openai"
-      ? { ...raw.model, base_url: str(raw.model.base_url, ["model", "base_url"]) }
-      : { ...raw.model, command: raw.model.command.map((part, j) => str(part, ["model", "command", j])) };
+  const model = expandModel(raw.model, str);
 
   const mcp_servers = raw.mcp_servers.map((server, i): ServeConfig["mcp_servers"][number] => {
     const at: PathSegment[] = ["mcp_servers", i];

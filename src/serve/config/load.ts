@@ -12,14 +12,18 @@ import { open, stat } from "node:fs/promises";
 import { dirname, isAbsolute, resolve } from "node:path";
 import * as v from "valibot";
 import { VigilError, errnoCode, errorMessage } from "../../shared/errors.ts";
+import { isRecord } from "../../shared/guards.ts";
 import { decodeUtf8Strict } from "../../shared/strict-json.ts";
 import { parseJsonPolicy } from "../../policy/json-document.ts";
-import { expandConfig, type Env } from "./expand.ts";
+import { readApiKey } from "../models/provider.ts";
+import { modelApiKeyVariable } from "../models/registry.ts";
+import type { Env } from "./env.ts";
+import { expandConfig } from "./expand.ts";
 import { configError, formatIssue } from "../../shared/issues.ts";
 import { registerSecretPaths } from "./redact.ts";
-import { CONFIG_LIMITS, RawServeConfigSchema, ServeConfigSchema, isMapping, type ServeConfig } from "./schema.ts";
+import { CONFIG_LIMITS, RawServeConfigSchema, ServeConfigSchema, type ServeConfig } from "./schema.ts";
 
-export type { Env } from "./expand.ts";
+export type { Env } from "./env.ts";
 
 /** Environment variable naming the config file when `--config` is not given. */
 export const CONFIG_ENV = "VIGIL_CONFIG";
@@ -79,12 +83,10 @@ export function parseServeConfig(input: string | Uint8Array, options: ParseOptio
     throw configError(source, problems, secrets);
   }
   const config = resolvePaths(checked.output, baseDir);
-  if (config.model.provider === "openai" && config.model.api_key_env !== undefined) {
+  const keyVariable = modelApiKeyVariable(config.model);
+  if (keyVariable !== undefined && (env[keyVariable] === undefined || env[keyVariable] === "")) {
     // Fail at startup rather than at the first run; the key itself is re-read at use time.
-    const name = config.model.api_key_env;
-    if (env[name] === undefined || env[name] === "") {
-      throw configError(source, [`model.api_key_env: environment variable ${name} is not set`], secrets);
-    }
+    throw configError(source, [`model.api_key_env: environment variable ${keyVariable} is not set`], secrets);
   }
   registerSecretPaths(config, expansion.expandedPaths);
   return config;
@@ -92,17 +94,12 @@ export function parseServeConfig(input: string | Uint8Array, options: ParseOptio
 
 /**
  * The model's API key, read from the environment now (never stored in the config): undefined for
- * a `command` model or an `openai` model without `api_key_env`. Throws VigilError("config_invalid")
- * when the named variable is unset or empty.
+ * a model without `api_key_env` (the `command` provider has none). Throws
+ * VigilError("config_invalid") when the named variable is unset or empty.
  */
 export function modelApiKey(config: ServeConfig, env: Env = process.env): string | undefined {
-  if (config.model.provider !== "openai" || config.model.api_key_env === undefined) return undefined;
-  const name = config.model.api_key_env;
-  const key = env[name];
-  if (key === undefined || key === "") {
-    throw new VigilError("config_invalid", `config: model.api_key_env: environment variable ${name} is not set`);
-  }
-  return key;
+  const variable = modelApiKeyVariable(config.model);
+  return variable === undefined ? undefined : readApiKey(variable, env);
 }
 
 function resolvePaths(config: ServeConfig, baseDir: string): ServeConfig {
@@ -122,7 +119,7 @@ function collectLiteralSecrets(value: unknown): string[] {
     const item = stack.pop()!;
     if (typeof item.value === "string" && item.secret) out.push(item.value);
     else if (Array.isArray(item.value)) for (const x of item.value) stack.push({ value: x, secret: item.secret });
-    else if (isMapping(item.value)) {
+    else if (isRecord(item.value)) {
       for (const [k, x] of Object.entries(item.value)) stack.push({ value: x, secret: item.secret || k === "headers" || k === "env" });
     }
   }

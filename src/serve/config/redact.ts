@@ -2,12 +2,14 @@
  * Which parts of a loaded config are secret, and copies of it that are safe to print or log.
  *
  * Secret: every `headers` value and every stdio `env` value (always, by position); any value that a
- * `${VAR}` expansion produced; a URL carrying user:password credentials. The model's API key is
+ * `${VAR}` expansion produced; a URL carrying user:password credentials. Which of the model's
+ * values can be secret is its provider's to say (models/registry.ts). The model's API key is
  * never in the config at all (see `modelApiKey`). The expanded paths are remembered per config
  * object by the loader; a config built elsewhere (or a copy) still gets the by-position redaction.
  */
 import { formatPath, REDACTED } from "../../shared/issues.ts";
 import type { PathSegment } from "../../shared/document-path.ts";
+import { describeModel, redactModel } from "../models/registry.ts";
 import type { ServeConfig } from "./schema.ts";
 
 const secretPathsByConfig = new WeakMap<ServeConfig, ReadonlySet<string>>();
@@ -34,9 +36,7 @@ export function redactConfig(config: ServeConfig): ServeConfig {
     Object.fromEntries(Object.keys(m).map((k) => [k, REDACTED]));
 
   const copy = structuredClone(config);
-  const model = copy.model;
-  if (model.provider === "openai") model.base_url = hideUrl(model.base_url, ["model", "base_url"]);
-  else model.command = model.command.map((part, j) => hide(part, ["model", "command", j]));
+  copy.model = redactModel(copy.model, { value: (value, segments) => hide(value, segments), url: hideUrl });
   copy.mcp_servers.forEach((server, i) => {
     const at: PathSegment[] = ["mcp_servers", i];
     if (server.transport === "http") {
@@ -59,9 +59,7 @@ const MAX_SERVERS_DESCRIBED = 8;
  */
 export function describeConfig(config: ServeConfig): string {
   const safe = redactConfig(config);
-  const model = safe.model.provider === "openai"
-    ? `openai:${safe.model.model}@${shortUrl(safe.model.base_url)}`
-    : `command:${safe.model.command[0] ?? ""}`;
+  const model = describeModel(safe.model);
   const servers = safe.mcp_servers.slice(0, MAX_SERVERS_DESCRIBED).map((s) => {
     const n = s.events?.length ?? 0;
     return `${s.name}(${s.transport}${n === 0 ? "" : `,${n} event${n === 1 ? "" : "s"}`})`;
@@ -72,11 +70,4 @@ export function describeConfig(config: ServeConfig): string {
   if (safe.policy !== undefined) parts.push(`policy=${safe.policy}`);
   if (safe.evidence !== undefined) parts.push(`evidence=${safe.evidence.event_source}`);
   return parts.join(" ").replace(/[\r\n]/g, " ");
-}
-
-/** Origin and path only: no query or fragment (they may carry tokens even when not expanded). */
-function shortUrl(url: string): string {
-  if (url === REDACTED || !URL.canParse(url)) return url;
-  const parsed = new URL(url);
-  return `${parsed.origin}${parsed.pathname === "/" ? "" : parsed.pathname}`;
 }

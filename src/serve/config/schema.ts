@@ -1,9 +1,10 @@
 /**
  * The `vigil serve` configuration file (serve.md §2) as valibot schemas: the one definition of its
  * shape, its defaults and its bounds. It embeds an MCP server entry (src/mcp/server-config.ts)
- * with its `events` list (src/events/config.ts) in each `mcp_servers[]` item. Every mapping is strict (unknown keys are errors at every
- * level). Messages never contain the value that was refused, only what was expected, because some
- * values are secrets (header tokens, expanded variables).
+ * with its `events` list (src/events/config.ts) in each `mcp_servers[]` item, and takes the
+ * `model` shapes from the model providers (src/serve/models/registry.ts). Every mapping is strict
+ * (unknown keys are errors at every level). Messages never contain the value that was refused,
+ * only what was expected, because some values are secrets (header tokens, expanded variables).
  *
  * Two schemas share one definition: `RawServeConfigSchema` checks the file as written, where an
  * expandable URL (`base_url`, `url`) may still hold a `${VAR}` reference and is format-checked only
@@ -13,25 +14,15 @@ import * as v from "valibot";
 import { EVENT_ACTIONS, EVENT_DELIVERIES, EventsConfigSchema, type EventSubscriptionConfig } from "../../events/config.ts";
 import { ConfigPath, httpServerEntries, stdioServerEntries } from "../../mcp/server-config.ts";
 import { isRecord } from "../../shared/guards.ts";
-import { ENV_NAME, NO_NUL, httpUrl, integer, isHttpUrl, mapping, text } from "../../shared/schema-parts.ts";
+import { isHttpUrl, mapping, text } from "../../shared/schema-parts.ts";
+import { EXPECTED_PROVIDER, modelSchemas } from "../models/registry.ts";
 import { CONFIG_LIMITS } from "./limits.ts";
 
 export { CONFIG_LIMITS, EVENT_ACTIONS, EVENT_DELIVERIES, isHttpUrl, type EventSubscriptionConfig };
 
 const L = CONFIG_LIMITS;
 
-/** The config modules' name for shared/guards.ts isRecord (one guard, two names while they move over). */
-export const isMapping = isRecord;
-
 const SCHEME_URI = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/\S+$/;
-
-/** Argv: 1..argv elements, the first (the program) non-empty. */
-const CommandArgv = v.pipe(
-  v.array(text("a string", L.valueChars, 0, NO_NUL), "expected a list of strings"),
-  v.minLength(1, "expected a non-empty list"),
-  v.maxLength(L.argv, `expected at most ${L.argv} elements`),
-  v.check((argv) => argv[0] !== "", "expected a non-empty program name first"),
-);
 
 const Path = ConfigPath;
 
@@ -41,20 +32,6 @@ const Evidence = mapping({
 });
 
 function configSchema(expanded: boolean) {
-  const OpenAiModel = v.strictObject({
-    provider: v.literal("openai"),
-    base_url: httpUrl(expanded, L.urlChars),
-    model: text("a model name", L.modelNameChars, 1),
-    /** Name of the variable holding the API key; the key itself is read at use time. */
-    api_key_env: v.optional(text("an environment variable name", L.envNameChars, 1, ENV_NAME)),
-    max_turns: v.optional(integer(1, L.maxTurns), 8),
-    timeout_ms: v.optional(integer(1, L.openaiTimeoutMs), 120_000),
-  }, "expected a mapping");
-  const CommandModel = v.strictObject({
-    provider: v.literal("command"),
-    command: CommandArgv,
-    timeout_ms: v.optional(integer(1, L.commandTimeoutMs), 600_000),
-  }, "expected a mapping");
   const HttpServer = v.strictObject({ ...httpServerEntries(expanded), events: v.optional(EventsConfigSchema) }, "expected a mapping");
   const StdioServer = v.strictObject({ ...stdioServerEntries(), events: v.optional(EventsConfigSchema) }, "expected a mapping");
   const ServerList = v.array(
@@ -80,7 +57,8 @@ function configSchema(expanded: boolean) {
     }),
   );
   return mapping({
-    model: v.pipe(v.custom<unknown>(isRecord, "expected a mapping"), v.variant("provider", [OpenAiModel, CommandModel], 'expected "openai" | "command"')),
+    /** One shape per model provider (models/registry.ts), chosen by `provider`. */
+    model: v.pipe(v.custom<unknown>(isRecord, "expected a mapping"), v.variant("provider", modelSchemas(expanded), EXPECTED_PROVIDER)),
     system_prompt: v.optional(text("a string", L.systemPromptChars)),
     /** Policy file; a relative path is resolved against the config file's directory. */
     policy: v.optional(Path),

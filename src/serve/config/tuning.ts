@@ -12,7 +12,7 @@
  */
 import * as v from "valibot";
 import { VigilError } from "../../shared/errors.ts";
-import type { Env } from "./expand.ts";
+import type { Env } from "./env.ts";
 
 interface Knob {
   /** The environment variable. */

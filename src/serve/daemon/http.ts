@@ -14,7 +14,7 @@
 import type { Server } from "bun";
 import { errorMessage } from "../../shared/errors.ts";
 import { logLine } from "../../shared/log.ts";
-import type { ServeApp } from "../app.ts";
+import type { ServeApp } from "../types.ts";
 import { PROTOCOL_LIMITS } from "../protocol/commands.ts";
 import { parseCommand, tooLarge } from "../protocol/parse-command.ts";
 import { isValidSessionName } from "../state/paths.ts";

@@ -7,7 +7,7 @@
  * checking a few times per timeout (at most every 30 s). A name being reaped is reopened only once
  * its close has finished, so two Session objects never share a transcript.
  */
-import type { ServeApp } from "../app.ts";
+import type { ServeApp } from "../types.ts";
 import { errorMessage } from "../../shared/errors.ts";
 import { logLine } from "../../shared/log.ts";
 import type { Session } from "../session/session.ts";

@@ -9,13 +9,13 @@
 import { writeSync } from "node:fs";
 import { errnoCode, errorMessage, usageError } from "../../shared/errors.ts";
 import { logLine } from "../../shared/log.ts";
-import { within } from "../../shared/process-group.ts";
-import type { ServeApp } from "../app.ts";
+import { ENDING_SIGNALS, onSignals } from "../../shared/signals.ts";
+import { within } from "../../shared/time.ts";
+import type { ServeApp } from "../types.ts";
 import { LISTENER_BODY_CAP, createDaemonHandler, jsonError } from "./http.ts";
 import { type ListenAddress, listenUrl } from "./listen.ts";
 import { SessionRegistry } from "./registry.ts";
 
-const HANDLED_SIGNALS = ["SIGTERM", "SIGINT", "SIGHUP"] as const;
 const STOP_MS = 2000;
 
 export interface DaemonOptions {
@@ -71,9 +71,9 @@ export async function runDaemonMode(app: ServeApp, o: DaemonOptions): Promise<nu
     throw usageError(`--listen ${o.listen.hostname}:${o.listen.port}: cannot listen: ${why}`);
   }
   const signalled = new Promise<string>((resolve) => {
-    // `on`, not `once`: a second signal during shutdown must not fall back to the default (death
+    // Never removed: a second signal during shutdown must not fall back to the default (death
     // without sweeping the server groups).
-    for (const name of HANDLED_SIGNALS) process.on(name, () => resolve(name));
+    onSignals(ENDING_SIGNALS, (_signo, name) => resolve(name));
   });
   const port = server.port ?? o.listen.port;
   writeSync(2, `vigil serve listening ${listenUrl(o.listen.hostname, port)}\n`);

@@ -1,26 +1,78 @@
 /**
- * The `command` model (serve.md §5): one process per run, in its own process group, fed the
- * rendered prompt on stdin; its stdout is the assistant message and exit 0 means success.
+ * The `command` model provider (serve.md §2, §5): its `model` mapping, and one process per run, in
+ * its own process group, fed the rendered prompt on stdin; its stdout is the assistant message and
+ * exit 0 means success. As a `ChatModel` it answers one turn with text only: it cannot call tools,
+ * so a run with it is one model turn.
  *
  * Whatever happens (success, failure, timeout, abort, oversized output), the whole group is swept
  * before the promise settles: commands like `claude -p` start helpers, and one left behind would
  * outlive the run and keep holding our pipes.
+ *
+ * Config: every `command` element expands `${VAR}` (and is secret when it did).
  */
-import type { ModelConfig } from "../config/schema.ts";
-import type { Env } from "../config/expand.ts";
+import * as v from "valibot";
+import { MCP_SERVER_LIMITS } from "../../mcp/server-config.ts";
 import { VigilError, errorMessage } from "../../shared/errors.ts";
-import { logLine } from "../../shared/log.ts";
-import { sinkWrite } from "../../shared/sink.ts";
-import { type GroupChild, spawnGroup, statusExitCode, sweepGroup, tryStatus, within } from "../../shared/process-group.ts";
-import { ModelError } from "./types.ts";
+import { type GroupChild, spawnGroup, statusExitCode, sweepGroup, tryStatus } from "../../shared/process-group.ts";
+import { NO_NUL, integer, text } from "../../shared/schema-parts.ts";
+import { within } from "../../shared/time.ts";
+import type { Env } from "../config/env.ts";
+import { closeStdin, forwardStderr, readBounded, writePrompt } from "./command-pipes.ts";
+import type { ProviderEntry } from "./provider.ts";
+import { renderTranscriptPrompt } from "./transcript-prompt.ts";
+import { type ChatModel, ModelError } from "./types.ts";
 
-export type CommandModelConfig = Extract<ModelConfig, { provider: "command" }>;
+/** Bounds of the `command` model mapping; an argv is bounded as every argv in the file. */
+export const COMMAND_LIMITS = {
+  argv: MCP_SERVER_LIMITS.argv,
+  valueChars: MCP_SERVER_LIMITS.valueChars,
+  /** `timeout_ms`: 24 h. */
+  timeoutMs: 86_400_000,
+} as const;
+
+function commandModelSchema(_expanded: boolean) {
+  const L = COMMAND_LIMITS;
+  /** Argv: 1..argv elements, the first (the program) non-empty. */
+  const argv = v.pipe(
+    v.array(text("a string", L.valueChars, 0, NO_NUL), "expected a list of strings"),
+    v.minLength(1, "expected a non-empty list"),
+    v.maxLength(L.argv, `expected at most ${L.argv} elements`),
+    v.check((parts) => parts[0] !== "", "expected a non-empty program name first"),
+  );
+  return v.strictObject({
+    provider: v.literal("command"),
+    command: argv,
+    timeout_ms: v.optional(integer(1, L.timeoutMs), 600_000),
+  }, "expected a mapping");
+}
+
+export type CommandModelConfig = v.InferOutput<ReturnType<typeof commandModelSchema>>;
+
+export const commandProvider = {
+  name: "command",
+  schema: commandModelSchema,
+  limits: COMMAND_LIMITS,
+  expand: (model, value) => ({ ...model, command: model.command.map((part, j) => value(part, ["command", j])) }),
+  redact: (model, hide) => ({ ...model, command: model.command.map((part, j) => hide.value(part, ["command", j])) }),
+  describe: (model) => `command:${model.command[0] ?? ""}`,
+  apiKeyVariable: () => undefined,
+  // The command inherits vigil's environment, as it always has (`env` is not passed on).
+  create: (model) => ({ chat: createCommandModel(model), maxTurns: 1, timeoutMs: model.timeout_ms }),
+} as const satisfies ProviderEntry<ReturnType<typeof commandModelSchema>>;
+
+/** The command model as a `ChatModel`: each turn renders the conversation and runs the command once. */
+export function createCommandModel(config: CommandModelConfig, options: { env?: Env } = {}): ChatModel {
+  return {
+    acceptsTools: false,
+    async turn(messages, _tools, signal) {
+      const { text } = await runCommandModel(config, renderTranscriptPrompt(messages), signal, options);
+      return { text, toolCalls: [] };
+    },
+  };
+}
 
 /** Largest stdout accepted as the answer; beyond it the command is stopped and the run fails. */
 export const MAX_COMMAND_OUTPUT_BYTES = 8 * 1024 * 1024;
-/** stderr forwarded to vigil's stderr per run; the rest is dropped (a chatty command must not flood logs). */
-const MAX_FORWARDED_STDERR_BYTES = 64 * 1024;
-const MAX_LINE_CHARS = 1000;
 /** After the group is gone, a pipe can only still be open if someone escaped the group: stop waiting. */
 const PIPE_DRAIN_MS = 1000;
 
@@ -89,72 +141,3 @@ export async function runCommandModel(
   return { text: new TextDecoder("utf-8", { fatal: false }).decode(out) };
 }
 
-async function writePrompt(child: GroupChild, prompt: string): Promise<void> {
-  try {
-    sinkWrite(child.stdin, prompt);
-    await child.stdin.end();
-  } catch {
-    // EPIPE: the command exited or closed stdin without reading it all; its exit status tells the story.
-  }
-}
-
-function closeStdin(child: GroupChild): void {
-  try {
-    void Promise.resolve(child.stdin.end()).catch(() => {});
-  } catch {
-    // already closed
-  }
-}
-
-/** Collects a stream up to `max` bytes; beyond that calls `onOverflow` once and keeps draining without storing. */
-async function readBounded(stream: ReadableStream<Uint8Array>, max: number, onOverflow: () => void): Promise<Uint8Array> {
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  let overflowed = false;
-  for await (const chunk of stream) {
-    if (overflowed) continue;
-    total += chunk.byteLength;
-    if (total > max) {
-      overflowed = true;
-      chunks.length = 0;
-      onOverflow();
-      continue;
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
-}
-
-/**
- * Forwards the command's stderr line by line (prefixed, bounded) and resolves with its last
- * non-empty line, for the error message. Diagnostics only: the prompt is never on stderr.
- */
-async function forwardStderr(stream: ReadableStream<Uint8Array>): Promise<string> {
-  const decoder = new TextDecoder("utf-8", { fatal: false });
-  let forwarded = 0;
-  let pending = "";
-  let last = "";
-  const emit = (line: string) => {
-    const clipped = line.length > MAX_LINE_CHARS ? `${line.slice(0, MAX_LINE_CHARS)}…` : line;
-    if (clipped.trim() !== "") last = clipped.trim().slice(0, 200);
-    if (forwarded < MAX_FORWARDED_STDERR_BYTES) {
-      forwarded += clipped.length;
-      logLine(`model command: ${clipped}`);
-      if (forwarded >= MAX_FORWARDED_STDERR_BYTES) logLine("model command: (further stderr dropped)");
-    }
-  };
-  for await (const chunk of stream) {
-    pending += decoder.decode(chunk, { stream: true });
-    const lines = pending.split("\n");
-    pending = lines.pop() ?? "";
-    for (const line of lines) emit(line);
-    // A single unterminated line must not grow without bound.
-    if (pending.length > MAX_LINE_CHARS * 4) {
-      emit(pending);
-      pending = "";
-    }
-  }
-  pending += decoder.decode();
-  if (pending !== "") emit(pending);
-  return last;
-}

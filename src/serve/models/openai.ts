@@ -1,6 +1,7 @@
 /**
- * The `openai` model (serve.md §5): one Chat Completions request per turn against any
- * OpenAI-compatible server, with bounded retries for transient failures only.
+ * The `openai` model provider (serve.md §2, §5): its `model` mapping, and one Chat Completions
+ * request per turn against any OpenAI-compatible server, with bounded retries for transient
+ * failures only.
  *
  * Plain `fetch` rather than ofetch: ofetch's retry defaults include 4xx statuses (408/409/425) and
  * skip POST, and it cannot bound a body while reading it; the loop below states the whole policy.
@@ -8,23 +9,61 @@
  * backoff or the server's `Retry-After` (bounded). Never retried: any other status, a timeout, an
  * abort, a malformed response. A completion has no side effect at the provider, so a retry after a
  * dropped connection is safe.
+ *
+ * Config: `base_url` expands `${VAR}` (and is secret when it did, or when it embeds credentials);
+ * the API key is never in the config, only the name of the variable holding it (`api_key_env`).
  */
-import { logLine } from "../../shared/log.ts";
+import * as v from "valibot";
+import { MCP_SERVER_LIMITS } from "../../mcp/server-config.ts";
 import { errorMessage } from "../../shared/errors.ts";
-import type { ModelConfig } from "../config/schema.ts";
-import { modelApiKey } from "../config/load.ts";
-import type { Env } from "../config/expand.ts";
+import { logLine } from "../../shared/log.ts";
+import { ENV_NAME, httpUrl, integer, text } from "../../shared/schema-parts.ts";
+import type { Env } from "../config/env.ts";
+import { abortableSleep, providerReason, readBounded, retryAfterMs } from "./openai-http.ts";
 import { chatRequestBody, parseChatResponse } from "./openai-wire.ts";
+import { type ProviderEntry, readApiKey, shortUrl } from "./provider.ts";
 import { type ChatModel, ModelError } from "./types.ts";
 
-export type OpenAiModelConfig = Extract<ModelConfig, { provider: "openai" }>;
+export { MAX_RESPONSE_BYTES } from "./openai-http.ts";
+
+/** Bounds of the `openai` model mapping; URL and variable names are bounded as everywhere in the file. */
+export const OPENAI_LIMITS = {
+  urlChars: MCP_SERVER_LIMITS.urlChars,
+  envNameChars: MCP_SERVER_LIMITS.envNameChars,
+  modelNameChars: 256,
+  maxTurns: 64,
+  /** `timeout_ms`: 1 h. */
+  timeoutMs: 3_600_000,
+} as const;
+
+function openAiModelSchema(expanded: boolean) {
+  const L = OPENAI_LIMITS;
+  return v.strictObject({
+    provider: v.literal("openai"),
+    base_url: httpUrl(expanded, L.urlChars),
+    model: text("a model name", L.modelNameChars, 1),
+    /** Name of the variable holding the API key; the key itself is read at use time. */
+    api_key_env: v.optional(text("an environment variable name", L.envNameChars, 1, ENV_NAME)),
+    max_turns: v.optional(integer(1, L.maxTurns), 8),
+    timeout_ms: v.optional(integer(1, L.timeoutMs), 120_000),
+  }, "expected a mapping");
+}
+
+export type OpenAiModelConfig = v.InferOutput<ReturnType<typeof openAiModelSchema>>;
+
+export const openAiProvider = {
+  name: "openai",
+  schema: openAiModelSchema,
+  limits: OPENAI_LIMITS,
+  expand: (model, value) => ({ ...model, base_url: value(model.base_url, ["base_url"]) }),
+  redact: (model, hide) => ({ ...model, base_url: hide.url(model.base_url, ["base_url"]) }),
+  describe: (model) => `openai:${model.model}@${shortUrl(model.base_url)}`,
+  apiKeyVariable: (model) => model.api_key_env,
+  create: (model, { env }) => ({ chat: createOpenAiModel(model, { env }), maxTurns: model.max_turns, timeoutMs: model.timeout_ms }),
+} as const satisfies ProviderEntry<ReturnType<typeof openAiModelSchema>>;
 
 export const MAX_RETRIES = 3;
-/** Largest response body accepted; a completion is far smaller, anything bigger is refused unread. */
-export const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 const MAX_BACKOFF_MS = 8_000;
-/** A `Retry-After` longer than this is clamped: a run must not sleep unbounded on a server's word. */
-const MAX_RETRY_AFTER_MS = 30_000;
 
 export interface OpenAiModelOptions {
   env?: Env;
@@ -39,7 +78,7 @@ export interface OpenAiModelOptions {
  * the status and the server's one-line reason, never the key or the conversation.
  */
 export function createOpenAiModel(config: OpenAiModelConfig, options: OpenAiModelOptions = {}): ChatModel {
-  const key = modelApiKey({ model: config, mcp_servers: [] }, options.env ?? process.env);
+  const key = config.api_key_env === undefined ? undefined : readApiKey(config.api_key_env, options.env ?? process.env);
   const doFetch = options.fetch ?? fetch;
   const baseMs = options.retryBaseMs ?? 500;
   const url = `${config.base_url.replace(/\/+$/, "")}/chat/completions`;
@@ -84,6 +123,7 @@ export function createOpenAiModel(config: OpenAiModelConfig, options: OpenAiMode
   }
 
   return {
+    acceptsTools: true,
     async turn(messages, tools, signal) {
       const body = JSON.stringify(chatRequestBody(config.model, messages, tools));
       for (let retry = 0; ; retry++) {
@@ -102,63 +142,3 @@ export function createOpenAiModel(config: OpenAiModelConfig, options: OpenAiMode
   };
 }
 
-/** Reads the body as text, refusing more than MAX_RESPONSE_BYTES (checked before and while reading). */
-async function readBounded(res: Response, signal: AbortSignal): Promise<string> {
-  const declared = Number(res.headers.get("content-length") ?? "0");
-  const tooLarge = () => new ModelError("protocol", `model response exceeds ${MAX_RESPONSE_BYTES} bytes`);
-  if (declared > MAX_RESPONSE_BYTES) {
-    await res.body?.cancel().catch(() => {});
-    throw tooLarge();
-  }
-  if (res.body === null) return "";
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    if (signal.aborted) {
-      await reader.cancel().catch(() => {});
-      throw signal.reason;
-    }
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > MAX_RESPONSE_BYTES) {
-      await reader.cancel().catch(() => {});
-      throw tooLarge();
-    }
-    chunks.push(value);
-  }
-  return new TextDecoder("utf-8", { fatal: false }).decode(Buffer.concat(chunks));
-}
-
-/** `: <error.message>` from an OpenAI-style error body, one line, bounded; empty otherwise. */
-function providerReason(text: string): string {
-  try {
-    const msg = (JSON.parse(text) as { error?: { message?: unknown } }).error?.message;
-    if (typeof msg !== "string" || msg === "") return "";
-    const line = msg.replace(/\s+/g, " ");
-    return `: ${line.length > 200 ? `${line.slice(0, 200)}…` : line}`;
-  } catch {
-    return "";
-  }
-}
-
-/** `Retry-After` in seconds (the HTTP-date form is ignored: backoff applies), clamped; undefined if absent. */
-function retryAfterMs(value: string | null): number | undefined {
-  if (value === null || !/^\s*\d+(\.\d+)?\s*$/.test(value)) return undefined;
-  return Math.min(Number(value) * 1000, MAX_RETRY_AFTER_MS);
-}
-
-function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(new ModelError("aborted", "model request aborted"));
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-}

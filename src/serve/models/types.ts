@@ -87,8 +87,20 @@ export class ToolArgumentsError extends Error {
 
 export const isToolArgumentsError = (x: unknown): x is ToolArgumentsError => x instanceof ToolArgumentsError;
 
-/** The interface the run loop uses; `createOpenAiModel` returns one. */
+/** The interface the run loop uses; every provider's `create` returns one (models/registry.ts). */
 export interface ChatModel {
+  /**
+   * Whether the model can ask for tool calls. A model that cannot (the `command` model reads plain
+   * text) is offered none, so the MCP servers' tools are not listed for its runs.
+   */
+  readonly acceptsTools: boolean;
   /** One request/response. Rejects with ModelError only. */
   turn(messages: ChatMessage[], tools: ToolSpec[], signal: AbortSignal): Promise<ModelTurn>;
+}
+
+/** A model as a run uses it: the chat, at most `maxTurns` model turns, `timeoutMs` for the whole run. */
+export interface RunModel {
+  chat: ChatModel;
+  maxTurns: number;
+  timeoutMs: number;
 }

@@ -10,6 +10,8 @@
  *   it. Messages never taken stay with the caller (they go back to its queue on abort).
  * - The prompt messages are part of `appended` but get no `message` frame here: the session
  *   announces the prompt it accepted.
+ * - One path for every model provider (models/registry.ts): each turn goes to `ChatModel.turn`.
+ *   The `command` model answers its one turn with text, so its run is one turn.
  * - Bounds: `maxTurns` model turns (one more turn wanted → failed, the conversation so far kept)
  *   and `timeoutMs` for the whole run (an internal deadline combined with the caller's signal).
  * - A run that is aborted or times out while tool calls are pending answers those calls with an
@@ -17,10 +19,7 @@
  */
 import { canonicalSha256 } from "../../shared/digest.ts";
 import { errorMessage } from "../../shared/errors.ts";
-import type { CommandModelConfig } from "../models/command.ts";
-import { runCommandModel } from "../models/command.ts";
-import { renderTranscriptPrompt } from "../models/transcript-prompt.ts";
-import { type ChatMessage, type ChatModel, ModelError, type ToolSpec, isToolArgumentsError } from "../models/types.ts";
+import { type ChatMessage, ModelError, type RunModel, type ToolSpec, isToolArgumentsError } from "../models/types.ts";
 import {
   type FrameBody,
   type RunStatus,
@@ -44,9 +43,7 @@ export interface RunInput {
   takeSteers(): ChatMessage[];
 }
 
-export type RunModel =
-  | { kind: "chat"; chat: ChatModel; maxTurns: number; timeoutMs: number }
-  | { kind: "command"; config: CommandModelConfig; timeoutMs: number };
+export type { RunModel } from "../models/types.ts";
 
 export interface RunDeps {
   model: RunModel;
@@ -97,14 +94,7 @@ export async function runConversation(input: RunInput, deps: RunDeps, signal: Ab
   let error: string | undefined;
   try {
     if (signal.aborted) throw new ModelError("aborted", "run aborted before it started");
-    if (deps.model.kind === "chat") {
-      await chatLoop(deps.model, deps, input.runId, messages, add, takeSteers, combined);
-    } else {
-      await takeSteers();
-      const { text } = await runCommandModel(deps.model.config, renderTranscriptPrompt(messages), combined);
-      add({ role: "assistant", text });
-      await deps.emit(messageFrame("assistant", text));
-    }
+    await chatLoop(deps.model, deps, input.runId, messages, add, takeSteers, combined);
   } catch (e) {
     if (signal.aborted) {
       status = "aborted";
@@ -127,7 +117,7 @@ export async function runConversation(input: RunInput, deps: RunDeps, signal: Ab
 class RunLimitError extends Error {}
 
 async function chatLoop(
-  model: Extract<RunModel, { kind: "chat" }>,
+  model: RunModel,
   deps: RunDeps,
   runId: string,
   messages: ChatMessage[],
@@ -135,7 +125,8 @@ async function chatLoop(
   takeSteers: () => Promise<void>,
   signal: AbortSignal,
 ): Promise<void> {
-  const specs: ToolSpec[] = deps.tools === null ? [] : await deps.tools.specs();
+  // A model that cannot call tools is offered none, and the servers are not asked for their list.
+  const specs: ToolSpec[] = deps.tools === null || !model.chat.acceptsTools ? [] : await deps.tools.specs();
   for (let turn = 0; turn < model.maxTurns; turn++) {
     signal.throwIfAborted();
     await takeSteers();

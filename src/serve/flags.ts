@@ -1,0 +1,97 @@
+/**
+ * The flags of `vigil serve` (serve.md, synopsis and §1): SERVE_FLAGS is their one declaration
+ * (commands/serve.ts hands it to citty, which renders `--help` from it and parses the argv), and
+ * `planServe` turns the values into what main.ts runs. Pure: nothing is read or started here, so
+ * every refusal is a usage error (exit 2) before anything is loaded.
+ *
+ * Decision (issue 10): serve keeps citty's parse of its argv rather than the strict scan wrap and
+ * verify use (shared/flags.ts). The scan would refuse what serve accepts today (an unknown flag,
+ * a value flag given twice, `--no-mcp-events-reapable`), and this refactoring changes no
+ * behaviour; the flags' values are typed from the same table, so a flag cannot be declared in one
+ * place and forgotten in the other.
+ */
+import { usageError } from "../shared/errors.ts";
+import type { FlagTable } from "../shared/flags.ts";
+import { type ListenAddress, parseListen } from "./daemon/listen.ts";
+import { isValidSessionName } from "./state/paths.ts";
+
+export const SERVE_FLAGS = {
+  config: { type: "string", description: "Config file (default $VIGIL_CONFIG, then ./vigil.json)", valueHint: "FILE" },
+  "state-dir": { type: "string", description: "State directory (default $XDG_STATE_HOME/vigil)", valueHint: "DIR" },
+  session: { type: "string", description: "stdio mode: the session name (default: default)", valueHint: "NAME" },
+  listen: { type: "string", description: "Daemon mode: serve HTTP on HOST:PORT (a bare PORT binds 127.0.0.1)", valueHint: "HOST:PORT" },
+  "session-idle-timeout": { type: "string", description: "Daemon: reap sessions idle this long (default 3600, 0 = never)", valueHint: "SECS" },
+  "mcp-events-callback-url": { type: "string", description: "MCP Events: public base URL routing to the listener (needs --listen)", valueHint: "URL" },
+  "mcp-events-session": { type: "string", description: "MCP Events: the daemon session owning configured subscriptions", valueHint: "NAME" },
+  "mcp-events-reapable": { type: "boolean", description: "MCP Events: let the idle reaper end sessions with live subscriptions" },
+} as const satisfies FlagTable;
+
+type ServeFlagTable = typeof SERVE_FLAGS;
+
+/** The flags as citty hands them over (strings and booleans, unvalidated), typed from SERVE_FLAGS. */
+export type ServeFlags = {
+  [K in keyof ServeFlagTable]?: (ServeFlagTable[K]["type"] extends "boolean" ? boolean : string) | undefined;
+};
+
+const MAX_IDLE_TIMEOUT_SECS = 365 * 24 * 3600;
+export const DEFAULT_IDLE_TIMEOUT_SECS = 3600;
+
+export type ServeMode =
+  | { kind: "stdio"; session: string }
+  | { kind: "daemon"; listen: ListenAddress; idleTimeoutSecs: number };
+
+/** What `vigil serve` runs: where its config and state are, who owns the configured subscriptions, and the mode. */
+export interface ServePlan {
+  /** `--config` (undefined: `$VIGIL_CONFIG`, then ./vigil.json; the loader refuses an empty one). */
+  config: string | undefined;
+  /** `--state-dir` (undefined: XDG default). */
+  stateDir: string | undefined;
+  /** The session owning the configured event subscriptions; undefined: the events service's default. */
+  eventsOwner: string | undefined;
+  /** Whether the idle reaper may end sessions with live subscriptions. */
+  eventsReapable: boolean;
+  mode: ServeMode;
+}
+
+/**
+ * Validates the flags, in a fixed order (the first refusal wins). `--mcp-events-callback-url` is
+ * validated here; webhook delivery is not part of this version, so it turns nothing on yet.
+ */
+export function planServe(flags: ServeFlags): ServePlan {
+  const listen = flags.listen === undefined ? null : parseListen(flags.listen);
+  if (listen !== null && flags.session !== undefined) {
+    throw usageError("--session names the stdio session; with --listen, clients name sessions in the URL");
+  }
+  const session = flags.session ?? "default";
+  if (!isValidSessionName(session)) throw usageError(`--session: ${invalidNameMessage(session)}`);
+  const idle = flags["session-idle-timeout"];
+  if (idle !== undefined && (!/^[0-9]{1,10}$/.test(idle) || Number(idle) > MAX_IDLE_TIMEOUT_SECS)) {
+    throw usageError(`--session-idle-timeout: expected whole seconds from 0 to ${MAX_IDLE_TIMEOUT_SECS} (0 = never)`);
+  }
+  const callback = flags["mcp-events-callback-url"];
+  if (callback !== undefined) {
+    if (listen === null) throw usageError("--mcp-events-callback-url requires --listen");
+    if (!URL.canParse(callback) || !/^https?:$/.test(new URL(callback).protocol)) {
+      throw usageError("--mcp-events-callback-url: expected an http(s) URL (the public base that routes to the listener)");
+    }
+  }
+  const eventsSession = flags["mcp-events-session"];
+  if (eventsSession !== undefined && !isValidSessionName(eventsSession)) {
+    throw usageError(`--mcp-events-session: ${invalidNameMessage(eventsSession)}`);
+  }
+  return {
+    config: flags.config,
+    stateDir: flags["state-dir"],
+    // In stdio mode the only session owns the configured subscriptions.
+    eventsOwner: listen === null ? session : eventsSession,
+    eventsReapable: flags["mcp-events-reapable"] === true,
+    mode: listen === null
+      ? { kind: "stdio", session }
+      : { kind: "daemon", listen, idleTimeoutSecs: idle === undefined ? DEFAULT_IDLE_TIMEOUT_SECS : Number(idle) },
+  };
+}
+
+function invalidNameMessage(name: string): string {
+  const shown = name.length <= 80 && /^[\x20-\x7e]*$/.test(name) ? JSON.stringify(name) : `(${name.length} characters)`;
+  return `invalid session name ${shown}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit, without '..'`;
+}

@@ -1,0 +1,53 @@
+// serve's flags → plan (src/serve/flags.ts): pure, so the refusals and the mode choice are checked
+// in-process; the e2e suites check the same refusals through the binary (exit 2).
+import { describe, expect, test } from "bun:test";
+import { VigilError } from "../../../src/shared/errors.ts";
+import { DEFAULT_IDLE_TIMEOUT_SECS, type ServeFlags, planServe } from "../../../src/serve/flags.ts";
+
+function refusal(flags: ServeFlags): VigilError {
+  try {
+    planServe(flags);
+  } catch (e) {
+    if (e instanceof VigilError) return e;
+    throw e;
+  }
+  throw new Error("expected a refusal");
+}
+
+describe("planServe", () => {
+  test("no flags: stdio mode, session default, which owns the configured subscriptions", () => {
+    expect(planServe({})).toEqual({
+      config: undefined,
+      stateDir: undefined,
+      eventsOwner: "default",
+      eventsReapable: false,
+      mode: { kind: "stdio", session: "default" },
+    });
+  });
+
+  test("--listen: daemon mode with the default idle timeout; the events owner is --mcp-events-session", () => {
+    const plan = planServe({ listen: "8080", "mcp-events-session": "ops", "mcp-events-reapable": true, config: "c.json" });
+    expect(plan.mode).toEqual({ kind: "daemon", listen: { hostname: "127.0.0.1", port: 8080 }, idleTimeoutSecs: DEFAULT_IDLE_TIMEOUT_SECS });
+    expect(plan.eventsOwner).toBe("ops");
+    expect(plan.eventsReapable).toBe(true);
+    expect(plan.config).toBe("c.json");
+    expect(planServe({ listen: "127.0.0.1:0" }).eventsOwner).toBeUndefined();
+  });
+
+  test("each refusal is a usage error (exit 2) naming the flag", () => {
+    const cases: [ServeFlags, string][] = [
+      [{ listen: "localhost" }, "--listen"],
+      [{ listen: "8080", session: "s" }, "--session names the stdio session"],
+      [{ session: "../x" }, "--session: invalid session name"],
+      [{ "session-idle-timeout": "-1" }, "--session-idle-timeout: expected whole seconds"],
+      [{ "mcp-events-callback-url": "https://agent.example.com" }, "--mcp-events-callback-url requires --listen"],
+      [{ listen: "8080", "mcp-events-callback-url": "ftp://x" }, "--mcp-events-callback-url: expected an http(s) URL"],
+      [{ "mcp-events-session": "" }, "--mcp-events-session: invalid session name"],
+    ];
+    for (const [flags, message] of cases) {
+      const e = refusal(flags);
+      expect(e.exitCode).toBe(2);
+      expect(e.message).toContain(message);
+    }
+  });
+});
