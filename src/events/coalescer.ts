@@ -12,8 +12,9 @@
  */
 import { errorMessage } from "../shared/errors.ts";
 import { logLine } from "../shared/log.ts";
-import type { McpEventStatusDetail } from "../serve/protocol/frames.ts";
-import type { InjectResult, Injection, RunSettled, SessionState } from "../serve/session/types.ts";
+import { type Scheduler, type TimerHandle, realScheduler } from "../shared/time.ts";
+import type { McpEventStatusDetail } from "./frames.ts";
+import type { InjectResult, Injection, RunSettled, SessionState } from "./ports.ts";
 import { renderBatch } from "./rules/batch-text.ts";
 import type { EventsStore } from "./store/events-store.ts";
 import type { PendingEntry } from "./types.ts";
@@ -39,7 +40,7 @@ export class Coalescer {
   private readonly inBatch = new Set<number>();
   private readonly attempts = new Map<number, number>();
   private lastInjectAt = Number.NEGATIVE_INFINITY;
-  private timer: ReturnType<typeof setTimeout> | null = null;
+  private timer: TimerHandle | null = null;
   private firing = false;
   private stopped = false;
   private readonly off: () => void;
@@ -49,7 +50,8 @@ export class Coalescer {
     private readonly store: EventsStore,
     private readonly windowMs: number,
     private readonly dropped: (entry: PendingEntry, detail: McpEventStatusDetail & { kind: "dropped" }) => void,
-    private readonly now: () => number = Date.now,
+    /** The clock and timers (tests inject a fake one and advance it instead of sleeping). */
+    private readonly scheduler: Scheduler = realScheduler,
   ) {
     this.off = session.onRunSettled((report) => this.settled(report));
   }
@@ -64,17 +66,17 @@ export class Coalescer {
   /** Something may be ready: (re)arm the timer. */
   kick(): void {
     if (this.stopped || this.timer !== null || this.firing) return;
-    const at = Math.max(this.now() + Math.min(SETTLE_MS, this.windowMs), this.lastInjectAt + this.windowMs);
-    this.timer = setTimeout(() => {
+    const at = Math.max(this.scheduler.now() + Math.min(SETTLE_MS, this.windowMs), this.lastInjectAt + this.windowMs);
+    this.timer = this.scheduler.setTimeout(() => {
       this.timer = null;
       void this.fire();
-    }, Math.max(0, at - this.now()));
+    }, Math.max(0, at - this.scheduler.now()));
   }
 
   stop(): void {
     this.stopped = true;
     this.off();
-    if (this.timer !== null) clearTimeout(this.timer);
+    if (this.timer !== null) this.scheduler.clearTimeout(this.timer);
     this.timer = null;
   }
 
@@ -96,7 +98,7 @@ export class Coalescer {
       for (const s of seqs) this.inBatch.delete(s);
       logLine(`serve: events: could not store pending events before injecting them (retrying): ${errorMessage(e)}`);
       this.firing = false;
-      this.lastInjectAt = this.now() - this.windowMs + RETRY_AFTER_FAILED_COMMIT_MS;
+      this.lastInjectAt = this.scheduler.now() - this.windowMs + RETRY_AFTER_FAILED_COMMIT_MS;
       this.kick();
       return;
     }
@@ -122,7 +124,7 @@ export class Coalescer {
       return; // the session closed: its pending events stay on disk for the next start
     }
     this.inflight.set(tag, seqs);
-    this.lastInjectAt = this.now();
+    this.lastInjectAt = this.scheduler.now();
     if (this.ready > 0) this.kick();
   }
 

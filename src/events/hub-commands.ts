@@ -8,59 +8,96 @@
  *   a failure before it answers the error and keeps nothing.
  * - unsubscribe stops the loops and forgets the position (cursor, dedup window, runtime spec);
  *   for a configured subscription it also stops the retries until the next start.
+ *
+ * The hub hands these commands a `SubscriptionRegistry` (defined here, so the hub depends on this
+ * file and not the other way round): what they may do to its subscriptions and stored positions.
  */
+import { canonicalJson } from "../shared/canonical-json.ts";
 import { errorMessage } from "../shared/errors.ts";
+import { within } from "../shared/time.ts";
 import {
-  type AvailableEvents,
-  type McpEventsListData,
-  type ResponseFrame,
-  type UnestablishedSubscription,
-  errorResponse,
-  okResponse,
-} from "../serve/protocol/frames.ts";
-import type { EventsCommand } from "../serve/session/types.ts";
-import { type EventsHub, type HubServices, sameSpec } from "./hub.ts";
+  type EventsCommand,
+  type EventsResponse,
+  type EventsSubscribeCommand,
+  type EventsUnsubscribeCommand,
+  eventsError,
+  eventsOk,
+} from "./commands.ts";
+import type { AvailableEvents, McpEventsListData, SubscriptionStatus, UnestablishedSubscription } from "./frames.ts";
+import type { EventsServices } from "./ports.ts";
 import { subscriptionKey } from "./rules/key.ts";
+import type { Subscription } from "./subscription/subscription.ts";
 import type { SubscriptionSpec } from "./types.ts";
 
 /** The design sketch the wire follows (the client reports it in `mcp_events_list`). */
 export const SPEC_COMMIT = "6682596d65eec778fe0b8b1f43b4e89d2fe2c546";
 export const READY_TIMEOUT_MS = 20_000;
 
+/** What the commands may do to a hub's subscriptions. */
+export interface SubscriptionRegistry {
+  /** This session starts the configured subscriptions. */
+  readonly ownsConfigured: boolean;
+  /** Events queued and not yet delivered to the model. */
+  pendingCount(): number;
+  /** The subscriptions held now, in the order they started. */
+  list(): Iterable<Subscription>;
+  find(key: string): Subscription | undefined;
+  /** Starts a runtime subscription from the position stored under its key (cursor, dedup window), in place of any held there. */
+  upsert(spec: SubscriptionSpec, restored?: boolean): Subscription;
+  /** Takes a stopped subscription out; a configured one is not started again until the session reopens. */
+  remove(sub: Subscription): void;
+  /** Stores a subscription's position (cursor, dedup window, runtime spec); the next commit writes it. */
+  save(sub: Subscription): void;
+  /** A position is stored under this key. */
+  isStored(key: string): boolean;
+  /** Drops the position stored under this key. */
+  forget(key: string): void;
+  /** A client's command changed the runtime subscriptions at `ms`: their TTL runs from it. */
+  noteClient(ms: number): void;
+  /** Makes the stored positions durable. */
+  commit(): Promise<void>;
+}
+
 export interface HubCommandContext {
-  hub: EventsHub;
-  services: HubServices;
+  registry: SubscriptionRegistry;
+  services: EventsServices;
   now: () => number;
 }
 
-export async function answerEventsCommand(ctx: HubCommandContext, command: EventsCommand): Promise<ResponseFrame> {
+export async function answerEventsCommand(ctx: HubCommandContext, command: EventsCommand): Promise<EventsResponse> {
   try {
     switch (command.type) {
       case "mcp_events_list":
-        return okResponse(command.id, command.type, await list(ctx, command.server));
+        return eventsOk(command, await list(ctx, command.server));
       case "mcp_events_subscribe":
         return await subscribe(ctx, command);
       case "mcp_events_unsubscribe":
         return await unsubscribe(ctx, command);
     }
   } catch (e) {
-    return errorResponse(command.id, command.type, "internal", errorMessage(e));
+    return eventsError(command, "internal", errorMessage(e));
   }
 }
 
+/** Two specs ask for the same thing (delivery, action, instructions, max age). */
+export function sameSpec(a: SubscriptionSpec, b: SubscriptionSpec): boolean {
+  return canonicalJson(a) === canonicalJson(b);
+}
+
 async function list(ctx: HubCommandContext, server: string | undefined): Promise<McpEventsListData> {
-  const { hub } = ctx;
-  const subscriptions = [];
+  const { registry } = ctx;
+  const subscriptions: SubscriptionStatus[] = [];
   const unestablished: UnestablishedSubscription[] = [];
-  for (const sub of hub.subs.values()) {
+  for (const sub of registry.list()) {
     if (server !== undefined && sub.spec.server !== server) continue;
-    if (sub.state === "active" && !sub.refused) subscriptions.push(sub.status());
-    else if (sub.state === "starting" || sub.state === "retrying") {
+    const { kind } = sub.phase;
+    if (kind === "up") subscriptions.push(sub.status());
+    else if (kind === "starting" || kind === "retrying" || kind === "refused") {
       unestablished.push({
         server: sub.spec.server,
         name: sub.spec.name,
         arguments: sub.spec.arguments,
-        state: sub.refused ? "refused" : sub.state,
+        state: kind,
         last_error: sub.lastError,
       });
     }
@@ -78,16 +115,16 @@ async function list(ctx: HubCommandContext, server: string | undefined): Promise
   return {
     spec_commit: SPEC_COMMIT,
     webhook: ctx.services.canWebhook,
-    owns_configured: hub.ownsConfigured,
+    owns_configured: registry.ownsConfigured,
     subscriptions,
     unestablished,
     available,
-    pending: hub.pendingCount(),
+    pending: registry.pendingCount(),
   };
 }
 
-async function subscribe(ctx: HubCommandContext, command: Extract<EventsCommand, { type: "mcp_events_subscribe" }>): Promise<ResponseFrame> {
-  const { hub } = ctx;
+async function subscribe(ctx: HubCommandContext, command: EventsSubscribeCommand): Promise<EventsResponse> {
+  const { registry } = ctx;
   const spec: SubscriptionSpec = {
     server: command.server,
     name: command.name,
@@ -98,53 +135,48 @@ async function subscribe(ctx: HubCommandContext, command: Extract<EventsCommand,
     ...(command.max_age_ms !== undefined ? { max_age_ms: command.max_age_ms } : {}),
   };
   const key = subscriptionKey(spec.server, spec.name, spec.arguments);
-  const existing = hub.subs.get(key);
+  const existing = registry.find(key);
   if (existing !== undefined && existing.origin === "configured") {
-    if (sameSpec(existing.spec, spec)) return okResponse(command.id, command.type, existing.status());
-    return errorResponse(command.id, command.type, "refused", "a configured subscription has this server, name and arguments; change it in the config");
+    if (sameSpec(existing.spec, spec)) return eventsOk(command, existing.status());
+    return eventsError(command, "refused", "a configured subscription has this server, name and arguments; change it in the config");
   }
   if (existing !== undefined && sameSpec(existing.spec, spec) && existing.live) {
-    return okResponse(command.id, command.type, existing.status());
+    return eventsOk(command, existing.status());
   }
   // A changed spec: the old loops stop first (they share the cursor and dedup window through the
   // store), and come back if the new spec fails.
   if (existing !== undefined) {
     await existing.stop();
-    hub.store.setSubscription(key, hub.record(existing));
+    registry.save(existing);
   }
-  const sub = hub.startSubscription(spec, "runtime");
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const failure = await Promise.race([
-    sub.ready,
-    new Promise<Error>((done) => (timer = setTimeout(() => done(new Error(`the subscription did not come up within ${READY_TIMEOUT_MS / 1000} s`)), READY_TIMEOUT_MS))),
-  ]);
-  clearTimeout(timer);
+  const sub = registry.upsert(spec);
+  const ready = await within(sub.ready, READY_TIMEOUT_MS);
+  const failure = ready === undefined ? new Error(`the subscription did not come up within ${READY_TIMEOUT_MS / 1000} s`) : ready;
   if (failure !== null) {
     await sub.stop();
-    hub.retired(sub);
-    if (existing !== undefined) hub.startSubscription(existing.spec, "runtime", true);
-    else if (existing === undefined) hub.store.forgetSubscription(key);
-    return errorResponse(command.id, command.type, "refused", failure.message);
+    registry.remove(sub);
+    if (existing !== undefined) registry.upsert(existing.spec, true);
+    else registry.forget(key);
+    return eventsError(command, "refused", failure.message);
   }
-  hub.store.setSubscription(key, hub.record(sub));
-  hub.store.setLastClientMs(ctx.now());
-  await hub.store.commit();
-  return okResponse(command.id, command.type, sub.status());
+  registry.save(sub);
+  registry.noteClient(ctx.now());
+  await registry.commit();
+  return eventsOk(command, sub.status());
 }
 
-async function unsubscribe(ctx: HubCommandContext, command: Extract<EventsCommand, { type: "mcp_events_unsubscribe" }>): Promise<ResponseFrame> {
-  const { hub } = ctx;
+async function unsubscribe(ctx: HubCommandContext, command: EventsUnsubscribeCommand): Promise<EventsResponse> {
+  const { registry } = ctx;
   const key = subscriptionKey(command.server, command.name, command.arguments ?? {});
-  const sub = hub.subs.get(key);
-  const persisted = hub.store.subscription(key) !== undefined;
+  const sub = registry.find(key);
+  const persisted = registry.isStored(key);
   if (sub !== undefined) {
     await sub.stop();
-    hub.retired(sub);
-    if (sub.origin === "configured") hub.noteUnsubscribedConfigured(key);
+    registry.remove(sub);
   }
   if (persisted) {
-    hub.store.forgetSubscription(key);
-    await hub.store.commit();
+    registry.forget(key);
+    await registry.commit();
   }
-  return okResponse(command.id, command.type, { removed: sub !== undefined || persisted });
+  return eventsOk(command, { removed: sub !== undefined || persisted });
 }

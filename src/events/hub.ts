@@ -6,59 +6,42 @@
  * Every arriving occurrence takes one path (`accept`): dedup by eventId → the durable queue
  * (unless notify) → dedup window → `mcp_event` frame. A session that never subscribes opens its
  * store read-only in effect: nothing is written while there is nothing to persist.
+ *
+ * It reaches its session only through the port (ports.ts), and hands the commands a registry of its
+ * subscriptions (hub-commands.ts), not its store and map.
  */
-import { canonicalJson } from "../shared/canonical-json.ts";
 import { errorMessage } from "../shared/errors.ts";
 import { logLine } from "../shared/log.ts";
-import type { ServeTuning } from "../serve/config/tuning.ts";
-import { type McpEventStatusDetail, mcpEventFrame, mcpEventStatusFrame, type FrameBody, type McpEventOccurrence } from "../serve/protocol/frames.ts";
-import type { EventsHandler, FrameListener } from "../serve/session/types.ts";
-import { Coalescer, type InjectTarget } from "./coalescer.ts";
-import { type HubCommandContext, answerEventsCommand } from "./hub-commands.ts";
+import { within } from "../shared/time.ts";
+import { Coalescer } from "./coalescer.ts";
+import { type McpEventOccurrence, type McpEventStatusDetail, mcpEventFrame, mcpEventStatusFrame } from "./frames.ts";
+import { type HubCommandContext, type SubscriptionRegistry, answerEventsCommand } from "./hub-commands.ts";
+import type { EventsServices, EventsSession, EventsTuning } from "./ports.ts";
 import { subscriptionKey } from "./rules/key.ts";
 import { EventsStore, type SubscriptionRecord } from "./store/events-store.ts";
-import type { Acceptance, SubscriptionHost } from "./subscription/host.ts";
+import type { Acceptance, HostedSubscription, Origin, SubscriptionHost } from "./subscription/host.ts";
 import { Subscription } from "./subscription/subscription.ts";
 import type { EventDelivery, EventOccurrence, GapNotice, SubscriptionSpec } from "./types.ts";
 import type { ServerEvents } from "./wire/server-events.ts";
-
-/** The part of a Session the hub uses. */
-export interface HubSession extends InjectTarget {
-  readonly name: string;
-  emit(frame: FrameBody): number | null;
-  subscribe(listener: FrameListener): () => void;
-  setEventsHandler(handler: EventsHandler | null): void;
-}
-
-/** What the app shares with every hub. */
-export interface HubServices {
-  readonly tuning: ServeTuning;
-  readonly canWebhook: boolean;
-  wire(server: string): ServerEvents;
-  /** Configured subscriptions (server config order); only the owning session starts them. */
-  configured(): SubscriptionSpec[];
-  /** Names of the configured servers that opted in to events. */
-  eventServers(): string[];
-}
 
 const STOP_BOUND_MS = 5000;
 /** Over-cap messages already told to the model (one notice however many streams heard of it). */
 const DROPPED_MEMORY = 256;
 
 export class EventsHub implements SubscriptionHost {
-  readonly subs = new Map<string, Subscription>();
+  private readonly subs = new Map<string, Subscription>();
   private readonly coalescer: Coalescer;
   private readonly unsubscribedConfigured = new Set<string>();
   private readonly droppedSeen: string[] = [];
   /** Subscriptions whose dedup window changed since the last commit. */
-  private readonly dirty = new Set<Subscription>();
+  private readonly dirty = new Set<HostedSubscription>();
   private readonly offFrames: () => void;
   private closing: Promise<void> | null = null;
 
   private constructor(
-    readonly session: HubSession,
-    readonly store: EventsStore,
-    private readonly services: HubServices,
+    readonly session: EventsSession,
+    private readonly store: EventsStore,
+    private readonly services: EventsServices,
     readonly ownsConfigured: boolean,
     private readonly now: () => number,
   ) {
@@ -73,14 +56,14 @@ export class EventsHub implements SubscriptionHost {
       }
     });
     const context: HubCommandContext = {
-      hub: this,
+      registry: this.registry(),
       services,
       now,
     };
     session.setEventsHandler((command) => answerEventsCommand(context, command));
   }
 
-  static async open(session: HubSession, dir: string, services: HubServices, ownsConfigured: boolean, now: () => number = Date.now): Promise<EventsHub> {
+  static async open(session: EventsSession, dir: string, services: EventsServices, ownsConfigured: boolean, now: () => number = Date.now): Promise<EventsHub> {
     const store = await EventsStore.open(dir, { maxPending: services.tuning.maxPending, maxPendingBytes: services.tuning.maxPendingBytes });
     const hub = new EventsHub(session, store, services, ownsConfigured, now);
     hub.startConfigured();
@@ -89,7 +72,7 @@ export class EventsHub implements SubscriptionHost {
     return hub;
   }
 
-  get tuning(): ServeTuning {
+  get tuning(): EventsTuning {
     return this.services.tuning;
   }
 
@@ -109,7 +92,7 @@ export class EventsHub implements SubscriptionHost {
   }
 
   /** Starts (or restarts) a subscription under this hub. */
-  startSubscription(spec: SubscriptionSpec, origin: "configured" | "runtime", restored = false): Subscription {
+  private startSubscription(spec: SubscriptionSpec, origin: Origin, restored = false): Subscription {
     const key = subscriptionKey(spec.server, spec.name, spec.arguments);
     const record = this.store.subscription(key);
     const sub = new Subscription(this, { key, spec, origin, restored, cursor: record?.cursor ?? null, recent: record?.recent ?? [] }, this.now);
@@ -118,13 +101,9 @@ export class EventsHub implements SubscriptionHost {
     return sub;
   }
 
-  noteUnsubscribedConfigured(key: string): void {
-    this.unsubscribedConfigured.add(key);
-  }
-
   // ---- SubscriptionHost ----
 
-  accept(sub: Subscription, event: EventOccurrence, delivery: EventDelivery): Acceptance {
+  accept(sub: HostedSubscription, event: EventOccurrence, delivery: EventDelivery): Acceptance {
     if (typeof event !== "object" || event === null || Array.isArray(event)) return "duplicate";
     const id = typeof event.eventId === "string" ? event.eventId : null;
     if (id !== null && sub.dedup.has(id)) {
@@ -158,7 +137,7 @@ export class EventsHub implements SubscriptionHost {
     return "new";
   }
 
-  gap(sub: Subscription, notice: GapNotice & { dropped_id?: string }): boolean {
+  gap(sub: HostedSubscription, notice: GapNotice & { dropped_id?: string }): boolean {
     const { dropped_id: droppedId, ...gap } = notice;
     // An over-cap event replayed after a reconnect is the same loss: told once, like any duplicate.
     const oversizedId = gap.reason === "oversized" ? gap.eventId : null;
@@ -201,7 +180,7 @@ export class EventsHub implements SubscriptionHost {
   }
 
 
-  status(sub: Subscription, detail: McpEventStatusDetail): void {
+  status(sub: HostedSubscription, detail: McpEventStatusDetail): void {
     this.session.emit(mcpEventStatusFrame({ server: sub.spec.server, name: sub.spec.name, arguments: sub.spec.arguments }, detail));
   }
 
@@ -210,30 +189,26 @@ export class EventsHub implements SubscriptionHost {
     return this.store.commit();
   }
 
-  persist(sub: Subscription): void {
+  persist(sub: HostedSubscription): void {
     this.dirty.delete(sub);
     this.store.setSubscription(sub.key, this.record(sub));
     this.store.scheduleCommit();
   }
 
-  forget(sub: Subscription): void {
+  forget(sub: HostedSubscription): void {
     this.store.forgetSubscription(sub.key);
     this.store.scheduleCommit();
   }
 
-  retired(sub: Subscription): void {
+  retired(sub: HostedSubscription): void {
     if (this.subs.get(sub.key) === sub) this.subs.delete(sub.key);
   }
 
   /** The snapshot record of a subscription (a runtime one keeps its spec, for restore). */
-  record(sub: Subscription): SubscriptionRecord {
+  private record(sub: HostedSubscription): SubscriptionRecord {
     const record: SubscriptionRecord = { cursor: sub.cursor, recent: sub.dedup.toArray() };
     if (sub.origin === "runtime") record.runtime = sub.spec;
     return record;
-  }
-
-  pendingCount(): number {
-    return this.store.pendingCount;
   }
 
   // ---- lifecycle ----
@@ -241,12 +216,7 @@ export class EventsHub implements SubscriptionHost {
   /** Stops every subscription (before the session closes, so nothing new arrives). Bounded. */
   async stopSubscriptions(): Promise<void> {
     const subs = [...this.subs.values()];
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([
-      Promise.allSettled(subs.map((s) => s.stop())),
-      new Promise<void>((done) => (timer = setTimeout(done, STOP_BOUND_MS))),
-    ]);
-    clearTimeout(timer);
+    await within(Promise.allSettled(subs.map((s) => s.stop())), STOP_BOUND_MS);
   }
 
   /** After the session closed: stops the coalescer and writes what is left. Idempotent. */
@@ -272,6 +242,27 @@ export class EventsHub implements SubscriptionHost {
   private flushDirty(): void {
     for (const sub of this.dirty) if (this.subs.get(sub.key) === sub) this.store.setSubscription(sub.key, this.record(sub));
     this.dirty.clear();
+  }
+
+  /** What the `mcp_events_*` commands may do to this hub's subscriptions (hub-commands.ts). */
+  private registry(): SubscriptionRegistry {
+    const store = this.store;
+    return {
+      ownsConfigured: this.ownsConfigured,
+      pendingCount: () => store.pendingCount,
+      list: () => this.subs.values(),
+      find: (key) => this.subs.get(key),
+      upsert: (spec, restored) => this.startSubscription(spec, "runtime", restored),
+      remove: (sub) => {
+        this.retired(sub);
+        if (sub.origin === "configured") this.unsubscribedConfigured.add(sub.key);
+      },
+      save: (sub) => store.setSubscription(sub.key, this.record(sub)),
+      isStored: (key) => store.subscription(key) !== undefined,
+      forget: (key) => store.forgetSubscription(key),
+      noteClient: (ms) => store.setLastClientMs(ms),
+      commit: () => store.commit(),
+    };
   }
 
   private hasRuntimeRecords(): boolean {
@@ -303,9 +294,4 @@ export class EventsHub implements SubscriptionHost {
       this.startSubscription(record.runtime, "runtime", true);
     }
   }
-}
-
-/** Two specs ask for the same thing (delivery, action, instructions, max age). */
-export function sameSpec(a: SubscriptionSpec, b: SubscriptionSpec): boolean {
-  return canonicalJson(a) === canonicalJson(b);
 }

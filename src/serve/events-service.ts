@@ -17,7 +17,8 @@ import { logLine } from "../shared/log.ts";
 import type { ServeConfig } from "./config/schema.ts";
 import type { ServeTuning } from "./config/tuning.ts";
 import { isValidSessionName } from "./state/paths.ts";
-import { EventsHub, type HubServices, type HubSession } from "../events/hub.ts";
+import { EventsHub } from "../events/hub.ts";
+import type { EventsServices, EventsSession } from "../events/ports.ts";
 import { EventsStore } from "../events/store/events-store.ts";
 import type { SubscriptionSpec } from "../events/types.ts";
 import { ServerEvents, type StreamBudget } from "../events/wire/server-events.ts";
@@ -36,7 +37,7 @@ export interface EventsServiceOptions {
   now?: () => number;
 }
 
-export class EventsService implements HubServices {
+export class EventsService implements EventsServices {
   readonly tuning: ServeTuning;
   readonly canWebhook = false;
   readonly owner: string;
@@ -89,7 +90,7 @@ export class EventsService implements HubServices {
   }
 
   /** Builds the hub of a freshly opened session (restores its pending events and runtime subscriptions). */
-  async attach(session: HubSession, dir: string): Promise<EventsHub> {
+  async attach(session: EventsSession, dir: string): Promise<EventsHub> {
     const hub = await EventsHub.open(session, dir, this, session.name === this.owner, this.now);
     this.hubs.set(session.name, hub);
     return hub;

@@ -7,6 +7,7 @@
  * `capabilities.extensions["io.modelcontextprotocol/events"]`. Either one counts; clients that read
  * only one location miss real servers.
  */
+import { isRecord } from "../../shared/guards.ts";
 
 export const EVENTS_EXTENSION_ID = "io.modelcontextprotocol/events";
 
@@ -30,11 +31,7 @@ export function eventsCapability(rawInitializeResult: unknown): EventsCapability
 
 /** `value[key]` when both are plain objects (arrays and null are not settings objects). */
 function objectAt(value: unknown, key: string): Record<string, unknown> | undefined {
-  if (!isObject(value)) return undefined;
+  if (!isRecord(value)) return undefined;
   const inner = Object.hasOwn(value, key) ? value[key] : undefined;
-  return isObject(inner) ? inner : undefined;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
+  return isRecord(inner) ? inner : undefined;
 }

@@ -5,6 +5,7 @@
  * and SEP-3415's provisional -32023..-32027), and servers of both generations are deployed, so both
  * map to the same names. Where a draft gives the error typed `data`, the decision also reads it.
  */
+import { isRecord } from "../../shared/guards.ts";
 
 export class EventsRpcError extends Error {
   readonly code: number;
@@ -103,7 +104,7 @@ export function classifyEventsError(code: number, data: unknown): EventsErrorCla
 }
 
 function field(data: unknown, key: string): unknown {
-  return typeof data === "object" && data !== null && !Array.isArray(data) ? (data as Record<string, unknown>)[key] : undefined;
+  return isRecord(data) ? data[key] : undefined;
 }
 
 const DESCRIPTION_MAX = 300;

@@ -2,6 +2,7 @@
  * The rules of one `events/poll` loop: reading a result tolerantly, choosing the wait before the
  * next poll, adopting cursors, and backing off after failures.
  */
+import { isRecord } from "../../shared/guards.ts";
 
 /** A server may not hand us an unbounded page; past this the result is refused, not truncated. */
 export const MAX_EVENTS_PER_PAGE = 10_000;
@@ -36,7 +37,7 @@ export function parsePollResult(result: unknown): PollPage | { error: string } {
   const events: Record<string, unknown>[] = [];
   let skipped = 0;
   for (const event of r.events) {
-    if (typeof event === "object" && event !== null && !Array.isArray(event)) events.push(event as Record<string, unknown>);
+    if (isRecord(event)) events.push(event);
     else skipped++;
   }
   // truncated, hasMore and nextPollMs appear in every example but no text makes them required.

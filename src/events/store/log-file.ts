@@ -17,7 +17,7 @@ import { constants } from "node:fs";
 import { type FileHandle, open } from "node:fs/promises";
 import { errnoCode, errorMessage } from "../../shared/errors.ts";
 import { syncDir, writeFileAtomic } from "../../shared/durable/atomic-file.ts";
-import { FILE_MODE } from "../../serve/state/paths.ts";
+import { FILE_MODE } from "../../shared/durable/modes.ts";
 import { EventsStoreError } from "./errors.ts";
 
 export type FaultOp = "log_append" | "log_sync" | "compact" | "snapshot";

@@ -13,9 +13,10 @@ import { join } from "node:path";
 import { errnoCode, errorMessage } from "../../shared/errors.ts";
 import { isRecord } from "../../shared/guards.ts";
 import { scanLines } from "../../shared/durable/line-scan.ts";
-import { EVENTS_LOG_FILE, FILE_MODE } from "../../serve/state/paths.ts";
+import { FILE_MODE } from "../../shared/durable/modes.ts";
 import type { EventOccurrence, GapNotice, PendingEntry } from "../types.ts";
 import { EventsStoreError } from "./errors.ts";
+import { EVENTS_LOG_FILE } from "./files.ts";
 
 /** A live entry and its line exactly as written (with the newline); `bytes` is the line's UTF-8 length. */
 export interface LiveEntry {

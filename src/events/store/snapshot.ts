@@ -17,10 +17,10 @@ import { errorMessage } from "../../shared/errors.ts";
 import { formatIssue } from "../../shared/issues.ts";
 import { readSmallFile } from "../../shared/durable/atomic-file.ts";
 import { isStateError } from "../../shared/durable/state-error.ts";
-import { EVENTS_SNAPSHOT_FILE } from "../../serve/state/paths.ts";
 import { EVENTS_CONFIG_LIMITS, EVENT_ACTIONS, EVENT_DELIVERIES } from "../config.ts";
 import type { SubscriptionSpec } from "../types.ts";
 import { EventsStoreError } from "./errors.ts";
+import { EVENTS_SNAPSHOT_FILE } from "./files.ts";
 
 export const SNAPSHOT_VERSION = "vigil.mcp-events.v1";
 

@@ -2,18 +2,41 @@
  * What a subscription's delivery loops need from the session that owns it (the hub): the wire of
  * its server, the tuning knobs, and one path for everything that arrives — deduplicated, stored,
  * framed — plus durability and cursor persistence.
+ *
+ * Both sides are described here, below the subscription and its loops: `HostedSubscription` is
+ * what the host and the loops see of a subscription, so neither imports subscription.ts (which
+ * imports them).
  */
-import type { ServeTuning } from "../../serve/config/tuning.ts";
-import type { McpEventStatusDetail } from "../../serve/protocol/frames.ts";
-import type { EventDelivery, EventOccurrence, GapNotice } from "../types.ts";
+import type { McpEventStatusDetail } from "../frames.ts";
+import type { EventsTuning } from "../ports.ts";
+import type { DedupWindow } from "../rules/dedup.ts";
+import type { EventDelivery, EventOccurrence, GapNotice, SubscriptionSpec } from "../types.ts";
 import type { ServerEvents } from "../wire/server-events.ts";
-import type { Subscription } from "./subscription.ts";
 
 /** What became of one arriving occurrence. */
 export type Acceptance = "new" | "duplicate" | "full";
 
+/** Where a subscription came from: the config (owned by one session) or a client's command. */
+export type Origin = "configured" | "runtime";
+
+/** A subscription as its host and its delivery loops see it. */
+export interface HostedSubscription {
+  readonly key: string;
+  readonly spec: SubscriptionSpec;
+  readonly origin: Origin;
+  /** The stored position; the loops move it only past what is committed. */
+  cursor: string | null;
+  readonly dedup: DedupWindow;
+  delivered: number;
+  duplicates: number;
+  /** Up (a successful poll page or stream notification) since its loop last (re)started. */
+  readonly up: boolean;
+  /** Called by the delivery loops on every sign of life. */
+  markUp(mode: EventDelivery): void;
+}
+
 export interface SubscriptionHost {
-  readonly tuning: ServeTuning;
+  readonly tuning: EventsTuning;
   /** A listener and a callback URL exist (webhook delivery is possible). */
   readonly canWebhook: boolean;
   wire(server: string): ServerEvents;
@@ -22,16 +45,16 @@ export interface SubscriptionHost {
    * nothing — then the dedup window, the counters and the `mcp_event` frame. Not yet durable: the
    * caller commits before it moves a cursor past it.
    */
-  accept(sub: Subscription, event: EventOccurrence, delivery: EventDelivery): Acceptance;
+  accept(sub: HostedSubscription, event: EventOccurrence, delivery: EventDelivery): Acceptance;
   /** A gap: a `gap` status frame, and (unless notify) a notice queued for the model; false when the queue is full. */
-  gap(sub: Subscription, notice: GapNotice): boolean;
-  status(sub: Subscription, detail: McpEventStatusDetail): void;
+  gap(sub: HostedSubscription, notice: GapNotice): boolean;
+  status(sub: HostedSubscription, detail: McpEventStatusDetail): void;
   /** Makes everything accepted so far durable (log, then snapshot). Rejects on a storage failure. */
   commit(): Promise<void>;
   /** Saves the subscription's cursor and dedup window (debounced; the next commit carries it). */
-  persist(sub: Subscription): void;
+  persist(sub: HostedSubscription): void;
   /** Forgets the subscription's persisted position (explicit unsubscribe, runtime subscription ended or refused). */
-  forget(sub: Subscription): void;
+  forget(sub: HostedSubscription): void;
   /** The subscription ended for good and left the hub. */
-  retired(sub: Subscription): void;
+  retired(sub: HostedSubscription): void;
 }

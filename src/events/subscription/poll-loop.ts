@@ -13,13 +13,12 @@ import { errorMessage } from "../../shared/errors.ts";
 import { EventsRpcError } from "../rules/errors.ts";
 import { adoptCursor, nextPollDelayMs, parsePollResult } from "../rules/poll-rules.ts";
 import type { EventOccurrence } from "../types.ts";
-import type { SubscriptionHost } from "./host.ts";
+import type { HostedSubscription, SubscriptionHost } from "./host.ts";
 import { abortableSleep } from "./sleep.ts";
-import type { Subscription } from "./subscription.ts";
 
 export const MAX_EVENTS_PER_POLL = 50;
 
-export async function runPoll(host: SubscriptionHost, sub: Subscription, signal: AbortSignal): Promise<void> {
+export async function runPoll(host: SubscriptionHost, sub: HostedSubscription, signal: AbortSignal): Promise<void> {
   const wire = host.wire(sub.spec.server);
   const floor = host.tuning.pollFloorMs;
   const holdMs = Math.max(floor, 1000);

@@ -16,9 +16,8 @@ import { EventsRpcError } from "../rules/errors.ts";
 import { adoptCursor, backoffMs } from "../rules/poll-rules.ts";
 import type { EventOccurrence } from "../types.ts";
 import type { PushStream, StreamNotification } from "../wire/push-stream.ts";
-import type { SubscriptionHost } from "./host.ts";
+import type { HostedSubscription, SubscriptionHost } from "./host.ts";
 import { abortableSleep } from "./sleep.ts";
-import type { Subscription } from "./subscription.ts";
 
 const RECONNECT_CAP_MS = 30_000;
 
@@ -29,7 +28,7 @@ export class EventsTerminated extends EventsRpcError {
 
 type Next = "now" | "later";
 
-export async function runPush(host: SubscriptionHost, sub: Subscription, signal: AbortSignal): Promise<void> {
+export async function runPush(host: SubscriptionHost, sub: HostedSubscription, signal: AbortSignal): Promise<void> {
   const wire = host.wire(sub.spec.server);
   let reconnects = 0;
   while (!signal.aborted) {
@@ -52,7 +51,7 @@ export async function runPush(host: SubscriptionHost, sub: Subscription, signal:
   }
 }
 
-async function consume(host: SubscriptionHost, sub: Subscription, stream: PushStream, signal: AbortSignal, progress: () => void): Promise<Next> {
+async function consume(host: SubscriptionHost, sub: HostedSubscription, stream: PushStream, signal: AbortSignal, progress: () => void): Promise<Next> {
   const idleMs = host.tuning.streamIdleMs;
   for (;;) {
     const item = await stream.next(idleMs);
@@ -105,7 +104,7 @@ interface RunOutcome {
 }
 
 /** Handles a run of notifications in order, stopping at a full queue or a termination. */
-function handleRun(host: SubscriptionHost, sub: Subscription, run: StreamNotification[]): RunOutcome {
+function handleRun(host: SubscriptionHost, sub: HostedSubscription, run: StreamNotification[]): RunOutcome {
   const out: RunOutcome = { cursor: { set: false, value: null }, full: false, terminated: null };
   const take = (cursor: unknown) => {
     if (typeof cursor === "string") out.cursor = { set: true, value: cursor };

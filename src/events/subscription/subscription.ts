@@ -14,15 +14,18 @@
  *   always resubscribed; each comeback sends `resubscribed` and tells the model events may have
  *   been missed.
  * A runtime subscription's first failure fails its `mcp_events_subscribe` (see `ready`).
+ * Where it stands is one value, its phase (phase.ts: starting, up, retrying, refused, stopped,
+ * terminated); the loops see it through `HostedSubscription` (host.ts).
  */
-import type { SubscriptionState, SubscriptionStatus } from "../../serve/protocol/frames.ts";
+import type { SubscriptionStatus } from "../frames.ts";
 import { EventsRpcError, classifyEventsError, describeRpcError, toEventsRpcError } from "../rules/errors.ts";
 import { chooseDeliveryMode } from "../rules/negotiate.ts";
 import { backoffMs } from "../rules/poll-rules.ts";
 import { DedupWindow } from "../rules/dedup.ts";
 import type { EventDelivery, SubscriptionSpec } from "../types.ts";
 import { EventsRefused } from "../wire/server-events.ts";
-import type { SubscriptionHost } from "./host.ts";
+import type { HostedSubscription, Origin, SubscriptionHost } from "./host.ts";
+import { type Phase, STARTING, afterFailure, afterStop, isComeback, isFinal, isLive, lastErrorOf, lastUpAt, reportedState } from "./phase.ts";
 import { runPoll } from "./poll-loop.ts";
 import { EventsTerminated, runPush } from "./push-loop.ts";
 import { abortableSleep } from "./sleep.ts";
@@ -31,9 +34,7 @@ const FORBIDDEN_CAP_MS = 5000;
 const MAX_FORBIDDEN_IN_A_ROW = 5;
 const MAX_REDISCOVERIES = 5;
 
-export type Origin = "configured" | "runtime";
-
-export class Subscription {
+export class Subscription implements HostedSubscription {
   readonly key: string;
   readonly spec: SubscriptionSpec;
   readonly origin: Origin;
@@ -41,18 +42,10 @@ export class Subscription {
   readonly restored: boolean;
   cursor: string | null;
   readonly dedup: DedupWindow;
-  state: SubscriptionState = "starting";
-  /** A permanent refusal is standing (reported as `refused`; does not keep the session alive). */
-  refused = false;
   mode: EventDelivery | null = null;
   delivered = 0;
   duplicates = 0;
-  lastError: string | null = null;
-  /** Has been up (first successful poll page or stream notification) since it last (re)started. */
-  up = false;
-  private everUp = false;
-  private endedSinceUp = false;
-  private upSince: number | null = null;
+  private current: Phase = STARTING;
   private rediscoveries = 0;
   private readonly controller = new AbortController();
   private loop: Promise<void> | null = null;
@@ -74,9 +67,22 @@ export class Subscription {
     this.ready = new Promise((resolve) => (this.settleReady = resolve));
   }
 
+  get phase(): Phase {
+    return this.current;
+  }
+
+  /** Up (first successful poll page or stream notification) since it last (re)started. */
+  get up(): boolean {
+    return this.current.kind === "up";
+  }
+
+  get lastError(): string | null {
+    return lastErrorOf(this.current);
+  }
+
   /** Live for keep-alive purposes: up, or still trying (not refused, not ended). */
   get live(): boolean {
-    return !this.refused && this.state !== "terminated" && this.state !== "stopped";
+    return isLive(this.current);
   }
 
   get stopped(): boolean {
@@ -90,7 +96,7 @@ export class Subscription {
   /** Stops the loops (cancels a stream or a poll in flight); resolves when they have ended. */
   async stop(): Promise<void> {
     if (!this.controller.signal.aborted) this.controller.abort(new Error("unsubscribed"));
-    if (this.state !== "terminated") this.state = "stopped";
+    this.current = afterStop(this.current);
     this.settleReady(new Error("unsubscribed"));
     await this.loop;
   }
@@ -98,19 +104,14 @@ export class Subscription {
   /** Called by the delivery loops on every sign of life. */
   markUp(mode: EventDelivery): void {
     this.mode = mode;
-    if (this.up) return;
-    this.up = true;
-    this.upSince = this.now();
+    const before = this.current;
+    // The loops end before a stop or a retirement returns, so a final phase never comes back up.
+    if (before.kind === "up" || isFinal(before)) return;
+    this.current = { kind: "up", since: this.now() };
+    this.settleReady(null);
     // Back after the server ended it: events may have been missed. Back after a transient failure
     // (the cursor held): just up again.
-    const comeback = this.everUp && this.endedSinceUp;
-    this.everUp = true;
-    this.endedSinceUp = false;
-    this.state = "active";
-    this.refused = false;
-    this.lastError = null;
-    this.settleReady(null);
-    if (comeback) {
+    if (isComeback(before)) {
       this.host.status(this, { kind: "resubscribed" });
       this.host.gap(this, { gap: true, cursor: this.cursor, reason: "resubscribed", eventId: null });
     } else {
@@ -125,7 +126,7 @@ export class Subscription {
       arguments: this.spec.arguments,
       delivery: this.mode ?? this.spec.delivery ?? "poll",
       action: this.spec.action,
-      state: this.state,
+      state: reportedState(this.current),
       cursor: this.cursor,
       delivered: this.delivered,
       duplicates: this.duplicates,
@@ -152,14 +153,12 @@ export class Subscription {
         failure = e instanceof EventsRefused ? e : toEventsRpcError(e);
       }
       const wasUp = this.up;
-      this.up = false;
       const verdict = this.judge(failure, wasUp, forbidden);
       forbidden = verdict.forbidden ? forbidden + 1 : 0;
       if (wasUp) attempt = 0;
-      if (!this.everUp && this.origin === "runtime" && !this.restored) {
+      if (lastUpAt(this.current) === null && this.origin === "runtime" && !this.restored) {
         // The command that made it is still waiting: it fails, and nothing is kept.
-        this.lastError = verdict.message;
-        this.state = "stopped";
+        this.current = { kind: "stopped", lastError: verdict.message };
         this.settleReady(new Error(verdict.message));
         this.host.retired(this);
         return;
@@ -209,39 +208,37 @@ export class Subscription {
     };
   }
 
-  /** Reports the failure and returns how long to wait before the next attempt (null: stop). */
+  /** Reports the failure, moves the phase on and returns how long to wait before the next attempt (null: stop). */
   private next(v: ReturnType<Subscription["judge"]>, attempt: number): number | null {
     const t = this.host.tuning;
-    this.lastError = v.message;
-    if (v.ended && v.error !== null) {
-      this.endedSinceUp = true;
-      this.host.status(this, { kind: "terminated", error: v.error });
-    }
+    if (v.ended && v.error !== null) this.host.status(this, { kind: "terminated", error: v.error });
+    const ended = v.ended && v.error !== null;
+    const down = (refused: boolean) => afterFailure(this.current, { message: v.message, refused, ended });
     if (v.rediscover) {
-      if (this.upSince !== null && this.now() - this.upSince >= t.healthyMs) this.rediscoveries = 0;
+      const since = lastUpAt(this.current);
+      if (since !== null && this.now() - since >= t.healthyMs) this.rediscoveries = 0;
       if (this.rediscoveries < MAX_REDISCOVERIES) {
         this.rediscoveries++;
         this.host.wire(this.spec.server).invalidate();
-        this.state = "retrying";
+        this.current = down(false);
         return backoffMs(this.rediscoveries - 1, 30_000);
       }
     }
-    if (v.ended && this.origin === "runtime" && !v.rediscover) return this.retire("terminated");
+    if (v.ended && this.origin === "runtime" && !v.rediscover) return this.retire("terminated", v.message);
     if (v.permanent || v.rediscover) {
-      if (this.origin === "runtime") return this.retire("stopped", v.message);
-      this.refused = true;
-      this.state = "retrying";
+      if (this.origin === "runtime") return this.retire("stopped", v.message, v.message);
+      this.current = down(true);
       this.host.status(this, { kind: "refused", error: v.message, retry_in_ms: t.refusedRetryMs });
       return t.refusedRetryMs;
     }
-    this.state = "retrying";
+    this.current = down(false);
     const wait = backoffMs(attempt, v.forbidden ? Math.min(FORBIDDEN_CAP_MS, t.retryCapMs) : t.retryCapMs);
     if (!v.ended) this.host.status(this, { kind: "error", error: v.message, retry_in_ms: wait });
     return wait;
   }
 
-  private retire(state: SubscriptionState, refusal?: string): null {
-    this.state = state;
+  private retire(state: "stopped" | "terminated", lastError: string, refusal?: string): null {
+    this.current = { kind: state, lastError };
     if (refusal !== undefined) this.host.status(this, { kind: "refused", error: refusal, retry_in_ms: 0 });
     this.controller.abort(new Error(state));
     this.host.forget(this);

@@ -7,7 +7,8 @@
  * long and private). Parsing bytes into a `Command` is `parseCommand` (parse-command.ts).
  */
 import * as v from "valibot";
-import { CONFIG_LIMITS, EVENT_ACTIONS, EVENT_DELIVERIES, isMapping } from "../config/schema.ts";
+import { isRecord } from "../../shared/guards.ts";
+import { CONFIG_LIMITS, EVENT_ACTIONS, EVENT_DELIVERIES } from "../config/schema.ts";
 
 /** Every bound of the client protocol, in one place (characters are UTF-16 code units). */
 export const PROTOCOL_LIMITS = {
@@ -83,7 +84,7 @@ const ServerName = v.pipe(
   v.regex(SERVER_NAME, "expected a server name (letters, digits, '_' and '-')"),
 );
 const EventName = text(L.eventNameChars, 1);
-const Arguments = v.custom<Record<string, unknown>>(isMapping, "expected an object");
+const Arguments = v.custom<Record<string, unknown>>(isRecord, "expected an object");
 
 /** One command; the `type` literal is what the union discriminates on. */
 function command<const T extends CommandName, E extends v.ObjectEntries>(type: T, entries: E) {

@@ -1,11 +1,33 @@
 /**
- * The frames `vigil serve` sends to clients (serve.md §4; `mcp_event` and `mcp_event_status` per the
- * events design notes §6.1–6.2), as types and small builders. Field names are exactly those of §4.
+ * The frames `vigil serve` sends to clients (serve.md §4), as types and small builders. Field names
+ * are exactly those of §4. `mcp_event` and `mcp_event_status` (events design notes §6.1–6.2) are the
+ * events client's own (events/frames.ts); the union below embeds them unchanged.
  *
  * Every frame carries a `seq` (per session, monotonic) that the session assigns when it emits the
  * frame; the builders here leave it out (`FrameBody`), and `Sequenced<F>` is the frame as sent.
  */
-import type { CommandId, CommandName, EventAction, EventDelivery } from "./commands.ts";
+import type { McpEventFrame, McpEventStatusFrame } from "../../events/frames.ts";
+import type { CommandId, CommandName } from "./commands.ts";
+
+// The events client owns its frames, status types and `mcp_events_*` data; they are part of this
+// protocol, so they are re-exported here unchanged.
+export {
+  type AvailableEvents,
+  type JsonRpcErrorBody,
+  type McpEventFrame,
+  type McpEventOccurrence,
+  type McpEventStatusDetail,
+  type McpEventStatusFrame,
+  type McpEventStatusKind,
+  type McpEventsListData,
+  type McpEventsUnsubscribeData,
+  type SubscriptionKey,
+  type SubscriptionState,
+  type SubscriptionStatus,
+  type UnestablishedSubscription,
+  mcpEventFrame,
+  mcpEventStatusFrame,
+} from "../../events/frames.ts";
 
 export const PROTOCOL_VERSION = 1 as const;
 
@@ -88,74 +110,6 @@ export interface RunEndFrame {
   error?: string;
 }
 
-/** One occurrence, verbatim (push and webhook occurrences carry their `cursor`). */
-export interface McpEventOccurrence {
-  eventId: string;
-  name: string;
-  timestamp?: string;
-  data?: unknown;
-  cursor?: string;
-  [key: string]: unknown;
-}
-
-export interface McpEventFrame {
-  type: "mcp_event";
-  server: string;
-  name: string;
-  arguments: Record<string, unknown>;
-  delivery: EventDelivery;
-  action: EventAction;
-  event: McpEventOccurrence;
-}
-
-/** Subscription state in `mcp_events_list` and in a `subscribed` status frame (notes §2.2). */
-export type SubscriptionState = "starting" | "active" | "retrying" | "terminated" | "stopped";
-
-export interface SubscriptionStatus {
-  server: string;
-  name: string;
-  arguments: Record<string, unknown>;
-  delivery: EventDelivery;
-  action: EventAction;
-  state: SubscriptionState;
-  cursor: string | null;
-  delivered: number;
-  duplicates: number;
-  refreshes: number;
-  last_error: string | null;
-  refresh_before: string | null;
-  subscription_id: string | null;
-  delivery_status: unknown;
-}
-
-/** The subscription a status frame is about (the key: server, name, canonical arguments). */
-export interface SubscriptionKey {
-  server: string;
-  name: string;
-  arguments: Record<string, unknown>;
-}
-
-export interface JsonRpcErrorBody {
-  code: number;
-  message: string;
-  data?: unknown;
-}
-
-/** The kind-specific fields of an `mcp_event_status` frame (notes §6.2). */
-export type McpEventStatusDetail =
-  | { kind: "subscribed"; subscription: SubscriptionStatus }
-  | { kind: "error"; error: string; retry_in_ms?: number }
-  | { kind: "refused"; error: string; retry_in_ms: number }
-  | { kind: "terminated"; error: JsonRpcErrorBody }
-  | { kind: "gap"; cursor: string | null; reason: string; event_id: string | null; possibly_not_an_event?: boolean }
-  | { kind: "resubscribed" }
-  | { kind: "dropped"; event: McpEventOccurrence; error: string }
-  | { kind: "delivery_status"; delivery_status: unknown };
-
-export type McpEventStatusKind = McpEventStatusDetail["kind"];
-
-export type McpEventStatusFrame = { type: "mcp_event_status" } & SubscriptionKey & McpEventStatusDetail;
-
 /** A frame as built, before the session numbers it. */
 export type FrameBody =
   | ResponseFrame
@@ -192,31 +146,6 @@ export interface GetStateData {
   seq: number;
 }
 
-export interface UnestablishedSubscription extends SubscriptionKey {
-  state: "starting" | "retrying" | "refused";
-  last_error: string | null;
-}
-
-export type AvailableEvents =
-  | { server: string; supported: true; events: unknown[] }
-  | { server: string; supported: false; error: string };
-
-/** `mcp_events_list` data (notes §2.2). */
-export interface McpEventsListData {
-  spec_commit: string;
-  webhook: boolean;
-  owns_configured: boolean;
-  subscriptions: SubscriptionStatus[];
-  unestablished: UnestablishedSubscription[];
-  available: AvailableEvents[];
-  pending: number;
-}
-
-/** `mcp_events_unsubscribe` data. */
-export interface McpEventsUnsubscribeData {
-  removed: boolean;
-}
-
 // ---- builders (no `seq`) ----
 
 export function okResponse<D>(id: CommandId, command: CommandName, data: D): ResponseOk<D> {
@@ -250,21 +179,4 @@ export function toolResultFrame(run_id: string, is_error: boolean): ToolResultFr
 
 export function runEndFrame(run_id: string, status: RunStatus, error?: string): RunEndFrame {
   return error === undefined ? { type: "run_end", run_id, status } : { type: "run_end", run_id, status, error };
-}
-
-export function mcpEventFrame(f: Omit<McpEventFrame, "type">): McpEventFrame {
-  return {
-    type: "mcp_event",
-    server: f.server,
-    name: f.name,
-    arguments: f.arguments,
-    delivery: f.delivery,
-    action: f.action,
-    event: f.event,
-  };
-}
-
-export function mcpEventStatusFrame(key: SubscriptionKey, detail: McpEventStatusDetail): McpEventStatusFrame {
-  const { kind, ...extra } = detail;
-  return { type: "mcp_event_status", kind, server: key.server, name: key.name, arguments: key.arguments, ...extra } as McpEventStatusFrame;
 }

@@ -6,7 +6,7 @@
  */
 import * as v from "valibot";
 import { formatIssue } from "../../shared/issues.ts";
-import { isMapping } from "../config/schema.ts";
+import { isRecord } from "../../shared/guards.ts";
 import { parseStrictJson } from "../../shared/strict-json.ts";
 import { type Command, type CommandId, type CommandName, CommandSchema, isCommandId, isCommandName, PROTOCOL_LIMITS } from "./commands.ts";
 import { errorResponse, type ResponseError } from "./frames.ts";
@@ -32,7 +32,7 @@ export function parseCommand(input: string | Uint8Array, options: ParseCommandOp
     return refuse(lead.id, lead.command, "invalid_json", `not valid JSON: ${parsed.message}`);
   }
   const value = parsed.value;
-  if (!isMapping(value)) {
+  if (!isRecord(value)) {
     return refuse(null, null, "invalid_command", `expected a JSON object, got ${Array.isArray(value) ? "an array" : value === null ? "null" : typeof value}`);
   }
   const id = isCommandId(value.id) ? value.id : null;

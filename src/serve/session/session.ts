@@ -18,6 +18,7 @@ import type { Command, CommandName } from "../protocol/commands.ts";
 import { PROTOCOL_VERSION, type FrameBody, type ResponseFrame, errorResponse, okResponse, runEndFrame, runStartFrame } from "../protocol/frames.ts";
 import { Transcript, type ReadSinceResult } from "../state/transcript.ts";
 import { errorMessage } from "../../shared/errors.ts";
+import { within } from "../../shared/time.ts";
 import { FrameLog } from "./frame-log.ts";
 import { rebuildHistory } from "./history.ts";
 import { type PendingItem, Queues, userMessages } from "./queues.ts";
@@ -26,6 +27,7 @@ import { settleRun } from "./settle.ts";
 import type {
   EventsCommand,
   EventsHandler,
+  EventsSession,
   FrameListener,
   InjectResult,
   Injection,
@@ -54,7 +56,7 @@ interface ActiveRun {
 
 type StoredResponse = ResponseFrame & { seq?: number; time?: string };
 
-export class Session {
+export class Session implements EventsSession {
   readonly name: string;
   private readonly runner: Runner;
   private readonly now: () => number;
@@ -236,13 +238,7 @@ export class Session {
       const run = this.run;
       if (run !== null) {
         if (!run.controller.signal.aborted) run.controller.abort(new Error("the session is closing"));
-        let timer: ReturnType<typeof setTimeout> | undefined;
-        const timeout = new Promise<void>((done) => (timer = setTimeout(done, this.closeTimeoutMs)));
-        try {
-          await Promise.race([run.done, timeout]);
-        } finally {
-          clearTimeout(timer);
-        }
+        await within(run.done, this.closeTimeoutMs);
       }
       await this.transcript.close();
     })();

@@ -1,12 +1,13 @@
 /**
  * The types of a `vigil serve` session (serve.md §4, §5, §6 item 5): the runner it is given by
  * dependency injection, the injection API of the events subsystem, and what it reports.
+ *
+ * The injection API is the events client's port (events/ports.ts): the session implements it, so
+ * its shapes (Injection, InjectResult, RunSettled, SessionState, the events commands) are the
+ * events client's, re-exported here for the rest of serve.
  */
-import type {
-  McpEventsListCommand,
-  McpEventsSubscribeCommand,
-  McpEventsUnsubscribeCommand,
-} from "../protocol/commands.ts";
+import type { EventsCommand } from "../../events/commands.ts";
+import type { SessionState } from "../../events/ports.ts";
 import type { FrameBody, PROTOCOL_VERSION, ResponseFrame } from "../protocol/frames.ts";
 import type { TranscriptRecord } from "../state/transcript.ts";
 import type { ChatMessage } from "../models/types.ts";
@@ -44,39 +45,24 @@ export interface RunOutcome {
  */
 export type Runner = (request: RunRequest, emit: (frame: FrameBody) => void, signal: AbortSignal) => Promise<RunOutcome>;
 
-export type SessionState = "idle" | "running";
-
-export type StreamingBehavior = "follow_up" | "steer";
-
-/** A batch of events for the model; `tag` identifies it in `RunSettled.delivered` / `returned`. */
-export interface Injection {
-  tag: string;
-  text: string;
-  behavior: StreamingBehavior;
-}
-
-/** What `inject` did with the batch. */
-export type InjectResult = { started: string } | { queued: StreamingBehavior };
-
-export interface RunSettled {
-  runId: string;
-  status: RunStatus;
-  /** status ok and the transcript sync after the run resolved (serve.md §5). */
-  succeeded: boolean;
-  /** Tags of batches the model received in a run that succeeded. */
-  delivered: string[];
-  /** Tags of batches that went into a run that did not succeed, or were handed over but never seen: re-inject them. */
-  returned: string[];
-}
-
-export type RunSettledListener = (report: RunSettled) => void;
+export type {
+  EventsSession,
+  InjectResult,
+  Injection,
+  RunSettled,
+  RunSettledListener,
+  SessionState,
+  StreamingBehavior,
+} from "../../events/ports.ts";
+export type { EventsCommand } from "../../events/commands.ts";
 
 /** Receives every stored frame (with its seq and time) and its exact JSON line (no newline). */
 export type FrameListener = (frame: TranscriptRecord, json: string) => void;
 
-export type EventsCommand = McpEventsListCommand | McpEventsSubscribeCommand | McpEventsUnsubscribeCommand;
-
-/** Answers the `mcp_events_*` commands; the session stores and broadcasts the response. */
+/**
+ * Answers the `mcp_events_*` commands; the session stores and broadcasts the response. Wider than
+ * the events client's own handler (any `response` frame), which it accepts.
+ */
 export type EventsHandler = (command: EventsCommand) => ResponseFrame | Promise<ResponseFrame>;
 
 /** `get_state` data. */

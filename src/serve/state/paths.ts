@@ -17,11 +17,11 @@ import { StateError } from "../../shared/durable/state-error.ts";
 
 export const SESSIONS_DIR = "sessions";
 export const TRANSCRIPT_FILE = "transcript.jsonl";
-export const EVENTS_SNAPSHOT_FILE = "mcp-events.json";
-export const EVENTS_LOG_FILE = "mcp-events.log";
 export const DECISIONS_FILE = "decisions.ndjson";
 
 export { DIR_MODE, FILE_MODE };
+/** The events client owns the names of its state files; serve lays out the directory around them. */
+export { EVENTS_LOG_FILE, EVENTS_SNAPSHOT_FILE } from "../../events/store/files.ts";
 
 const SESSION_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 

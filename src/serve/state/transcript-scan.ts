@@ -4,6 +4,7 @@
  * a sparse index of byte offsets; and the open-time recovery scan that finds the torn tail.
  */
 import { StateError } from "../../shared/durable/state-error.ts";
+import { isRecord } from "../../shared/guards.ts";
 import { type ReadAt, scanLines } from "../../shared/durable/line-scan.ts";
 
 const PREFIX = /^\{"seq":([1-9]\d{0,15}),"time":"/;
@@ -112,7 +113,7 @@ async function isWholeRecord(readAt: ReadAt, line: Candidate, maxLine: number): 
   }
   try {
     const value: unknown = JSON.parse(buf.toString("utf8"));
-    return typeof value === "object" && value !== null && !Array.isArray(value) && (value as { seq?: unknown }).seq === line.seq;
+    return isRecord(value) && value.seq === line.seq;
   } catch {
     return false;
   }

@@ -5,7 +5,7 @@ import { EventsStore, type EventsStoreOptions } from "../../../src/events/store/
 import { EventsStoreError } from "../../../src/events/store/errors.ts";
 import { serializeAdd } from "../../../src/events/store/pending-log.ts";
 import type { PendingEntry, SubscriptionSpec } from "../../../src/events/types.ts";
-import { EVENTS_SNAPSHOT_FILE } from "../../../src/serve/state/paths.ts";
+import { EVENTS_SNAPSHOT_FILE } from "../../../src/events/store/files.ts";
 import { waitUntil } from "../../helpers/fixture.ts";
 import { logFile, rejection, snapFile, storeHarness } from "../../helpers/events-store.ts";
 

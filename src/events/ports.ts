@@ -1,0 +1,89 @@
+/**
+ * What the MCP Events client needs from the program it runs in (serve.md §6), owned here so the
+ * client depends on no part of serve: serve's session implements `EventsSession`, serve's events
+ * service implements `EventsServices`, and serve's tuning satisfies `EventsTuning` structurally.
+ *
+ * - a session takes injected batches (tagged) and reports how each run settled, by tag
+ *   (serve.md §6 item 5: delivered → done, returned → ready again);
+ * - it stores and sends the frames the client emits, and lets the client watch the frames it sends
+ *   (a `response` restarts the runtime-subscription TTL);
+ * - it routes the `mcp_events_*` commands to one handler.
+ */
+import type { EventsCommandHandler } from "./commands.ts";
+import type { EventsFrame } from "./frames.ts";
+import type { SubscriptionSpec } from "./types.ts";
+import type { ServerEvents } from "./wire/server-events.ts";
+
+/** Whether a run is in flight (follow-ups wait for it; steers go in at its next turn). */
+export type SessionState = "idle" | "running";
+
+export type StreamingBehavior = "follow_up" | "steer";
+
+/** A batch of events for the model; `tag` identifies it in `RunSettled.delivered` / `returned`. */
+export interface Injection {
+  tag: string;
+  text: string;
+  behavior: StreamingBehavior;
+}
+
+/** What `inject` did with the batch. */
+export type InjectResult = { started: string } | { queued: StreamingBehavior };
+
+export interface RunSettled {
+  runId: string;
+  /** The run's `run_end` status. */
+  status: "ok" | "failed" | "aborted";
+  /** status ok and the transcript sync after the run resolved (serve.md §5). */
+  succeeded: boolean;
+  /** Tags of batches the model received in a run that succeeded. */
+  delivered: string[];
+  /** Tags of batches that went into a run that did not succeed, or were handed over but never seen: re-inject them. */
+  returned: string[];
+}
+
+export type RunSettledListener = (report: RunSettled) => void;
+
+/** Sees each frame the session stores and sends (only its type matters here). */
+export type FrameSeen = (frame: { readonly type: string }) => void;
+
+/** The port a session offers the events client. */
+export interface EventsSession {
+  readonly name: string;
+  readonly state: SessionState;
+  readonly closed: boolean;
+  /** Hands a batch to the model (never refused while open; throws once closed). */
+  inject(injection: Injection): InjectResult;
+  onRunSettled(listener: RunSettledListener): () => void;
+  /** Stores and sends a frame; its seq, or null once closed. */
+  emit(frame: EventsFrame): number | null;
+  subscribe(listener: FrameSeen): () => void;
+  /** null restores the session's own answer (events not enabled). */
+  setEventsHandler(handler: EventsCommandHandler | null): void;
+}
+
+/** The tuning knobs the events client reads (serve.md "Tuning knobs"; serve validates them). */
+export interface EventsTuning {
+  readonly pollFloorMs: number;
+  readonly coalesceMs: number;
+  readonly streamIdleMs: number;
+  readonly maxPending: number;
+  readonly maxPendingBytes: number;
+  readonly healthyMs: number;
+  readonly refusedRetryMs: number;
+  readonly retryCapMs: number;
+  readonly runtimeTtlMs: number;
+  readonly streamBuffer: number;
+  readonly longPollMs: number;
+}
+
+/** What the program shares with every session's events client. */
+export interface EventsServices {
+  readonly tuning: EventsTuning;
+  /** A listener and a callback URL exist (webhook delivery is possible). */
+  readonly canWebhook: boolean;
+  wire(server: string): ServerEvents;
+  /** Configured subscriptions (server config order); only the owning session starts them. */
+  configured(): SubscriptionSpec[];
+  /** Names of the configured servers that opted in to events. */
+  eventServers(): string[];
+}
