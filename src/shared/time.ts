@@ -26,19 +26,25 @@ declare const timerHandle: unique symbol;
 export type TimerHandle = { readonly [timerHandle]: true };
 
 /**
- * The clock and the timers of a timer-driven unit (the events coalescer), injected so its unit
+ * The clock and the timers of a timer-driven unit (the events coalescer, the events store's
+ * background commits), injected so its unit
  * tests advance time instead of sleeping (test/helpers/fake-scheduler.ts). `realScheduler` is the
  * default everywhere in production.
  */
 export interface Scheduler {
   /** Milliseconds; only differences between two readings mean anything. */
   now(): number;
-  setTimeout(fn: () => void, ms: number): TimerHandle;
+  /** `unref`: the timer alone does not keep the process alive (a real timer's `unref()`). */
+  setTimeout(fn: () => void, ms: number, options?: { unref?: boolean }): TimerHandle;
   clearTimeout(handle: TimerHandle): void;
 }
 
 export const realScheduler: Scheduler = {
   now: () => Date.now(),
-  setTimeout: (fn, ms) => setTimeout(fn, ms) as unknown as TimerHandle,
+  setTimeout: (fn, ms, options) => {
+    const timer = setTimeout(fn, ms);
+    if (options?.unref === true) timer.unref();
+    return timer as unknown as TimerHandle;
+  },
   clearTimeout: (handle) => clearTimeout(handle as unknown as ReturnType<typeof setTimeout>),
 };

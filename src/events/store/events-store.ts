@@ -13,6 +13,7 @@
  */
 import { errorMessage } from "../../shared/errors.ts";
 import { logLine } from "../../shared/log.ts";
+import { type Scheduler, type TimerHandle, realScheduler } from "../../shared/time.ts";
 import { writeFileAtomic } from "../../shared/durable/atomic-file.ts";
 import { GroupCommit } from "../../shared/durable/group-commit.ts";
 import type { PendingEntry } from "../types.ts";
@@ -41,6 +42,8 @@ export interface EventsStoreOptions {
   maxPendingBytes: number;
   /** Test seam: a throw here behaves like the failing system call at that step. */
   fault?: Fault;
+  /** The timers of background commits and their retries; tests inject a fake one. */
+  scheduler?: Scheduler;
 }
 
 /** The log is compacted only past this size, and only when more than half of it is dead records. */
@@ -79,7 +82,8 @@ export class EventsStore {
   private readonly commits: GroupCommit;
   private readonly counters: WriteCounters;
   private readonly log: LogFile;
-  private timer: ReturnType<typeof setTimeout> | null = null;
+  private timer: TimerHandle | null = null;
+  private readonly scheduler: Scheduler;
   private retryMs = 0;
   private failing = false;
   private closing: Promise<void> | null = null;
@@ -93,6 +97,7 @@ export class EventsStore {
     counters: WriteCounters,
   ) {
     this.counters = counters;
+    this.scheduler = options.scheduler ?? realScheduler;
     this.live = replayed.live;
     for (const e of this.live.values()) this.liveBytes += e.bytes;
     this.nextSeq = replayed.maxSeq + 1;
@@ -253,7 +258,7 @@ export class EventsStore {
   /** A final commit (a failure is logged, not thrown), then the log handle is closed. Idempotent. */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      if (this.timer !== null) clearTimeout(this.timer);
+      if (this.timer !== null) this.scheduler.clearTimeout(this.timer);
       this.timer = null;
       try {
         await this.commits.request();
@@ -303,7 +308,7 @@ export class EventsStore {
   }
 
   private arm(ms: number): void {
-    this.timer = setTimeout(() => {
+    this.timer = this.scheduler.setTimeout(() => {
       this.timer = null;
       this.commits.request().then(
         () => (this.retryMs = 0),
@@ -315,8 +320,7 @@ export class EventsStore {
           this.arm(this.retryMs);
         },
       );
-    }, ms);
-    this.timer.unref?.();
+    }, ms, { unref: true });
   }
 
   /**

@@ -1,11 +1,12 @@
 /** The events store: the pending queue, its bounds, the snapshot, and what each commit writes (serve.md §3, §6 item 5). */
 import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, lstatSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { EventsStore, type EventsStoreOptions } from "../../../src/events/store/events-store.ts";
+import { COMMIT_DEBOUNCE_MS, EventsStore, type EventsStoreOptions } from "../../../src/events/store/events-store.ts";
 import { EventsStoreError } from "../../../src/events/store/errors.ts";
 import { serializeAdd } from "../../../src/events/store/pending-log.ts";
 import type { PendingEntry, SubscriptionSpec } from "../../../src/events/types.ts";
 import { EVENTS_SNAPSHOT_FILE } from "../../../src/events/store/files.ts";
+import { FakeScheduler } from "../../helpers/fake-scheduler.ts";
 import { waitUntil } from "../../helpers/fixture.ts";
 import { logFile, rejection, snapFile, storeHarness } from "../../helpers/events-store.ts";
 
@@ -24,12 +25,14 @@ const SPEC: SubscriptionSpec = { server: "srv", name: "changed", arguments: { re
 describe("nothing is written while there is nothing to persist", () => {
   test("open, commit, scheduled commit, no-op changes, close: no files", async () => {
     const dir = setup();
-    const s = await openStore(dir);
+    const scheduler = new FakeScheduler();
+    const s = await openStore(dir, { scheduler });
     s.markDone([1, 2]);
     s.forgetSubscription("nope");
     await s.commit();
     s.scheduleCommit();
-    await Bun.sleep(250);
+    scheduler.advance(COMMIT_DEBOUNCE_MS);
+    await s.commit(); // settles after the commit the timer started
     await s.close();
     expect(readdirSync(dir)).toEqual([]);
     expect(s.writes).toEqual({ logAppends: 0, logSyncs: 0, snapshots: 0, compactions: 0, logBytes: 0 });
