@@ -5,9 +5,10 @@
  */
 import { basename } from "node:path";
 import { usageError } from "../shared/errors.ts";
+import type { EvidenceFailureMode } from "../policy/governed-call.ts";
 import { type FlagProblem, type FlagTable, type FlagValues, scanFlags } from "../shared/flags.ts";
 
-export type EvidenceFailureMode = "deny" | "continue";
+export type { EvidenceFailureMode };
 
 export interface WrapOptions {
   policyPath: string | null;

@@ -30,7 +30,7 @@ import type { McpServerPool, PoolTool } from "../../mcp/server-pool.ts";
 import { type Decision, type ReasonCode, denyDecision, noPolicyDecision } from "../../policy/decision.ts";
 import { denyReplyResult } from "../../policy/deny-reply.ts";
 import { evaluateToolCall } from "../../policy/evaluate.ts";
-import { governCall } from "../../policy/governed-call.ts";
+import { type EvidenceFailureMode, governCall } from "../../policy/governed-call.ts";
 import type { LoadedPolicy } from "../../policy/load.ts";
 import { type PolicySession, createPolicySession, recordForwardedCall } from "../../policy/session.ts";
 import { observeToolsList, visibleTools } from "../../policy/tool-definition.ts";
@@ -48,7 +48,7 @@ export interface ToolGatewayOptions {
   decisions: DecisionRecorder | null;
   sessionId: string;
   /** What a failed decision write does to the call: "deny" (default, fail closed) or "continue". */
-  onEvidenceFailure?: "deny" | "continue";
+  onEvidenceFailure?: EvidenceFailureMode;
   /** Per tool call bound passed to the pool (default: the pool's). */
   callTimeoutMs?: number;
 }
