@@ -17,7 +17,7 @@ import { canonicalSha256, sha256Hex } from "../../src/shared/digest.ts";
 import { decodeUtf8Strict, validateStrictJson } from "../../src/shared/strict-json.ts";
 import { classifyClientLine } from "../../src/wrap/client-frames.ts";
 import { relayClientFrames } from "../../src/wrap/client-relay.ts";
-import { ClientWriter } from "../../src/shared/ndjson/line-writer.ts";
+import { LineWriter } from "../../src/shared/ndjson/line-writer.ts";
 import { type Frame, LineSplitter } from "../../src/shared/ndjson/line-splitter.ts";
 import type { WrapOptions } from "../../src/wrap/options.ts";
 import type { OutputPlan } from "../../src/wrap/output-plan.ts";
@@ -92,7 +92,7 @@ async function harness(dir: string, kind: "allow-all+log" | "allow-all" | "polic
     decisionLogFaultBytes: undefined,
   });
   evidence.openLogs();
-  const state = new ProxyState(evidence, gate, new ClientWriter(fakeSink), fakeSink, 32 * MiB, "deny");
+  const state = new ProxyState(evidence, gate, new LineWriter(fakeSink), fakeSink, 32 * MiB, "deny");
   return {
     state,
     close: () => evidence.finish("client_closed", { status: { termination: "exited", exit_code: 0, signal: null, core_dumped: null }, kill_requested: false }, state.counts, false),

@@ -20,7 +20,7 @@ import { errorMessage } from "../shared/errors.ts";
 import { logLine } from "../shared/log.ts";
 import { ENDING_SIGNALS, onSignals } from "../shared/signals.ts";
 import { within } from "../shared/time.ts";
-import { ClientWriter } from "../shared/ndjson/line-writer.ts";
+import { LineWriter } from "../shared/ndjson/line-writer.ts";
 import type { ServeApp } from "./types.ts";
 import { NdjsonCommandReader, encodeFrame } from "./protocol/ndjson.ts";
 import type { ParseCommandResult } from "./protocol/parse-command.ts";
@@ -50,7 +50,7 @@ export async function runStdioMode(app: ServeApp, options: StdioModeOptions): Pr
     signalled(signo);
   });
   try {
-    const out = new FrameWriter(new ClientWriter(options.stdout ?? Bun.stdout.writer()), (reason) => end({ kind: "broken", reason }));
+    const out = new FrameWriter(new LineWriter(options.stdout ?? Bun.stdout.writer()), (reason) => end({ kind: "broken", reason }));
     let session: Session;
     try {
       // Subscribed as it opens: frames of its event subscriptions may come before this resolves.
@@ -90,7 +90,7 @@ class FrameWriter {
   private readonly encoder = new TextEncoder();
 
   constructor(
-    private readonly writer: ClientWriter,
+    private readonly writer: LineWriter,
     onBroken: (reason: string) => void,
   ) {
     writer.onBroken = onBroken;

@@ -1,6 +1,6 @@
 /**
  * The only module that writes to stdout for commands whose stdout is a report (verify, policy).
- * wrap's stdout is the MCP stream and is owned by src/wrap/client-writer.ts instead.
+ * wrap's stdout (the MCP stream) and serve's stdio frames go through src/shared/ndjson/line-writer.ts instead.
  */
 import { writeSync } from "node:fs";
 

@@ -6,7 +6,7 @@ import type { FileSink } from "bun";
 import type { Counts } from "../evidence/records.ts";
 import { sha256Hex } from "../shared/digest.ts";
 import type { JsonRpcId } from "./client-frames.ts";
-import type { ClientWriter } from "../shared/ndjson/line-writer.ts";
+import type { LineWriter } from "../shared/ndjson/line-writer.ts";
 import type { PolicyGate } from "./policy-gate.ts";
 import { SERVER_GONE, errorLine } from "./rpc-replies.ts";
 import type { SessionEvidence } from "./session-evidence.ts";
@@ -41,7 +41,7 @@ export class ProxyState {
   constructor(
     readonly evidence: SessionEvidence,
     readonly policy: PolicyGate,
-    readonly client: ClientWriter,
+    readonly client: LineWriter,
     readonly serverStdin: FileSink,
     readonly maxMessageBytes: number,
     readonly onEvidenceFailure: "deny" | "continue",

@@ -19,7 +19,7 @@ import {
 } from "../shared/process-group.ts";
 import { within } from "../shared/time.ts";
 import type { SessionEnd } from "../evidence/records.ts";
-import { ClientWriter } from "../shared/ndjson/line-writer.ts";
+import { LineWriter } from "../shared/ndjson/line-writer.ts";
 import { relayClientFrames } from "./client-relay.ts";
 import { writeCaptureManifest } from "./capture.ts";
 import { LineSplitter } from "../shared/ndjson/line-splitter.ts";
@@ -70,7 +70,7 @@ export async function runWrap(o: WrapOptions): Promise<number> {
   const ended = new Promise<Ending>((resolve) => {
     end = resolve;
   });
-  const client = new ClientWriter();
+  const client = new LineWriter();
   client.onBroken = (reason) => end({ kind: "error", reason: `client stdout: ${reason}` });
   const state = new ProxyState(evidence, gate, client, child.stdin, o.maxMessageBytes, o.onEvidenceFailure);
 

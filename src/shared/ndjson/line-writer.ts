@@ -1,6 +1,7 @@
 /**
- * The one writer of wrap's stdout (the MCP stream to the client). Forwarded server lines and
- * vigil's own replies go through it, so lines never interleave; callers await `write`, which
+ * The one writer of a stdout or pipe that carries lines: wrap's MCP stream to the client, serve's
+ * frames in stdio mode. In wrap, forwarded server lines and vigil's own replies go through it, so
+ * lines never interleave; callers await `write`, which
  * resolves once the bytes have been handed to the pipe, so a slow client slows the server and
  * memory stays bounded by one batch.
  */
@@ -11,7 +12,7 @@ import { coalesceRuns } from "./byte-runs.ts";
 /** Bytes handed to a sink before waiting for the pipe to take them. */
 export const FLUSH_EVERY_BYTES = 256 * 1024;
 
-export class ClientWriter {
+export class LineWriter {
   private readonly sink: FileSink;
   /** Set once a write failed (the client went away): later writes are dropped. */
   broken: string | null = null;
