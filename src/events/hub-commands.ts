@@ -14,7 +14,6 @@
  */
 import { canonicalJson } from "../shared/canonical-json.ts";
 import { errorMessage } from "../shared/errors.ts";
-import { within } from "../shared/time.ts";
 import {
   type EventsCommand,
   type EventsResponse,
@@ -33,7 +32,10 @@ import type { SubscriptionSpec } from "./types.ts";
 export const SPEC_COMMIT = "6682596d65eec778fe0b8b1f43b4e89d2fe2c546";
 export const READY_TIMEOUT_MS = 20_000;
 
-/** What the commands may do to a hub's subscriptions. */
+/**
+ * What the commands may do to a hub's subscriptions. The commands decide (idempotency, configured
+ * keys, what to answer); the hub keeps its subscriptions and their stored positions consistent.
+ */
 export interface SubscriptionRegistry {
   /** This session starts the configured subscriptions. */
   readonly ownsConfigured: boolean;
@@ -42,26 +44,24 @@ export interface SubscriptionRegistry {
   /** The subscriptions held now, in the order they started. */
   list(): Iterable<Subscription>;
   find(key: string): Subscription | undefined;
-  /** Starts a runtime subscription from the position stored under its key (cursor, dedup window), in place of any held there. */
-  upsert(spec: SubscriptionSpec, restored?: boolean): Subscription;
-  /** Takes a stopped subscription out; a configured one is not started again until the session reopens. */
-  remove(sub: Subscription): void;
-  /** Stores a subscription's position (cursor, dedup window, runtime spec); the next commit writes it. */
-  save(sub: Subscription): void;
-  /** A position is stored under this key. */
-  isStored(key: string): boolean;
-  /** Drops the position stored under this key. */
-  forget(key: string): void;
-  /** A client's command changed the runtime subscriptions at `ms`: their TTL runs from it. */
-  noteClient(ms: number): void;
-  /** Makes the stored positions durable. */
-  commit(): Promise<void>;
+  /**
+   * Starts `spec` as a runtime subscription from the position stored under its key, in place of
+   * the one held there (stopped first, its position kept), and waits at most `readyMs` for it to
+   * come up. Up: its position and the client's time are made durable, and it is returned. Not up:
+   * it is stopped, the one it replaced comes back (else the key's position is forgotten), and the
+   * failure is returned.
+   */
+  upsert(spec: SubscriptionSpec, readyMs: number): Promise<Subscription | Error>;
+  /**
+   * Stops and takes out the subscription under `key` (a configured one is not started again until
+   * the session reopens) and durably forgets its stored position. True when there was either.
+   */
+  remove(key: string): Promise<boolean>;
 }
 
 export interface HubCommandContext {
   registry: SubscriptionRegistry;
   services: EventsServices;
-  now: () => number;
 }
 
 export async function answerEventsCommand(ctx: HubCommandContext, command: EventsCommand): Promise<EventsResponse> {
@@ -143,40 +143,13 @@ async function subscribe(ctx: HubCommandContext, command: EventsSubscribeCommand
   if (existing !== undefined && sameSpec(existing.spec, spec) && existing.live) {
     return eventsOk(command, existing.status());
   }
-  // A changed spec: the old loops stop first (they share the cursor and dedup window through the
-  // store), and come back if the new spec fails.
-  if (existing !== undefined) {
-    await existing.stop();
-    registry.save(existing);
-  }
-  const sub = registry.upsert(spec);
-  const ready = await within(sub.ready, READY_TIMEOUT_MS);
-  const failure = ready === undefined ? new Error(`the subscription did not come up within ${READY_TIMEOUT_MS / 1000} s`) : ready;
-  if (failure !== null) {
-    await sub.stop();
-    registry.remove(sub);
-    if (existing !== undefined) registry.upsert(existing.spec, true);
-    else registry.forget(key);
-    return eventsError(command, "refused", failure.message);
-  }
-  registry.save(sub);
-  registry.noteClient(ctx.now());
-  await registry.commit();
+  // A changed spec replaces the old one, which comes back if the new one fails.
+  const sub = await registry.upsert(spec, READY_TIMEOUT_MS);
+  if (sub instanceof Error) return eventsError(command, "refused", sub.message);
   return eventsOk(command, sub.status());
 }
 
 async function unsubscribe(ctx: HubCommandContext, command: EventsUnsubscribeCommand): Promise<EventsResponse> {
-  const { registry } = ctx;
-  const key = subscriptionKey(command.server, command.name, command.arguments ?? {});
-  const sub = registry.find(key);
-  const persisted = registry.isStored(key);
-  if (sub !== undefined) {
-    await sub.stop();
-    registry.remove(sub);
-  }
-  if (persisted) {
-    registry.forget(key);
-    await registry.commit();
-  }
-  return eventsOk(command, { removed: sub !== undefined || persisted });
+  const removed = await ctx.registry.remove(subscriptionKey(command.server, command.name, command.arguments ?? {}));
+  return eventsOk(command, { removed });
 }

@@ -55,11 +55,7 @@ export class EventsHub implements SubscriptionHost {
         store.scheduleCommit();
       }
     });
-    const context: HubCommandContext = {
-      registry: this.registry(),
-      services,
-      now,
-    };
+    const context: HubCommandContext = { registry: this.registry(), services };
     session.setEventsHandler((command) => answerEventsCommand(context, command));
   }
 
@@ -246,23 +242,53 @@ export class EventsHub implements SubscriptionHost {
 
   /** What the `mcp_events_*` commands may do to this hub's subscriptions (hub-commands.ts). */
   private registry(): SubscriptionRegistry {
-    const store = this.store;
     return {
       ownsConfigured: this.ownsConfigured,
-      pendingCount: () => store.pendingCount,
+      pendingCount: () => this.store.pendingCount,
       list: () => this.subs.values(),
       find: (key) => this.subs.get(key),
-      upsert: (spec, restored) => this.startSubscription(spec, "runtime", restored),
-      remove: (sub) => {
-        this.retired(sub);
-        if (sub.origin === "configured") this.unsubscribedConfigured.add(sub.key);
-      },
-      save: (sub) => store.setSubscription(sub.key, this.record(sub)),
-      isStored: (key) => store.subscription(key) !== undefined,
-      forget: (key) => store.forgetSubscription(key),
-      noteClient: (ms) => store.setLastClientMs(ms),
-      commit: () => store.commit(),
+      upsert: (spec, readyMs) => this.upsertRuntime(spec, readyMs),
+      remove: (key) => this.removeKey(key),
     };
+  }
+
+  private async upsertRuntime(spec: SubscriptionSpec, readyMs: number): Promise<Subscription | Error> {
+    const key = subscriptionKey(spec.server, spec.name, spec.arguments);
+    const replaced = this.subs.get(key);
+    // The old loops stop first: old and new share the cursor and dedup window through the store.
+    if (replaced !== undefined) {
+      await replaced.stop();
+      this.store.setSubscription(key, this.record(replaced));
+    }
+    const sub = this.startSubscription(spec, "runtime");
+    const ready = await within(sub.ready, readyMs);
+    const failure = ready === undefined ? new Error(`the subscription did not come up within ${readyMs / 1000} s`) : ready;
+    if (failure !== null) {
+      await sub.stop();
+      this.retired(sub);
+      if (replaced !== undefined) this.startSubscription(replaced.spec, "runtime", true);
+      else this.store.forgetSubscription(key);
+      return failure;
+    }
+    this.store.setSubscription(key, this.record(sub));
+    this.store.setLastClientMs(this.now());
+    await this.store.commit();
+    return sub;
+  }
+
+  private async removeKey(key: string): Promise<boolean> {
+    const sub = this.subs.get(key);
+    const stored = this.store.subscription(key) !== undefined;
+    if (sub !== undefined) {
+      await sub.stop();
+      this.retired(sub);
+      if (sub.origin === "configured") this.unsubscribedConfigured.add(key);
+    }
+    if (stored) {
+      this.store.forgetSubscription(key);
+      await this.store.commit();
+    }
+    return sub !== undefined || stored;
   }
 
   private hasRuntimeRecords(): boolean {

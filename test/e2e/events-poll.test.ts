@@ -170,6 +170,41 @@ describe("MCP events: poll delivery", () => {
     expect((await serve.command({ type: "mcp_events_list", id: "l4" })).data.subscriptions).toHaveLength(1);
   });
 
+  test("a changed runtime spec replaces the subscription from the same position; a changed spec that fails puts the old one back", async () => {
+    const env = await eventsEnvironment(cleanups, {
+      servers: (fx) => [httpServer(fx!, "tickets", [{ name: "build.finished", arguments: { project: "alpha" } }])],
+    });
+    const fx = env.fixture!;
+    const serve = StdioServe.start(cleanups, env);
+    await serve.until(subscribedTo("build.finished"));
+    const key = { server: "tickets", name: "build.finished", arguments: { project: "gamma" } };
+    const gamma = async (id: string) =>
+      (await serve.command({ type: "mcp_events_list", id })).data.subscriptions.filter(
+        (s: { arguments: { project?: string } }) => s.arguments.project === "gamma",
+      );
+
+    expect((await serve.command({ type: "mcp_events_subscribe", id: "s1", ...key, action: "notify" })).success).toBe(true);
+    await fx.control("emit", { name: "build.finished", project: "gamma", event_id: "g-1" });
+    await serve.until(isEventFrame("g-1"));
+    const [before] = await gamma("l1");
+    expect(before.cursor).not.toBeNull();
+
+    // Changed (notify → follow_up): one subscription, from the same cursor and dedup window.
+    const changed = await serve.command({ type: "mcp_events_subscribe", id: "s2", ...key, action: "follow_up" });
+    expect(changed).toMatchObject({ success: true, data: { action: "follow_up", state: "active", cursor: before.cursor } });
+    await fx.control("emit", { name: "build.finished", project: "gamma", event_id: "g-2" });
+    await waitRuns(env.model, "g-2");
+    expect(serve.count(isEventFrame("g-1"))).toBe(1);
+
+    // Changed to a mode the event does not offer: refused, and the follow_up subscription is back.
+    const refused = await serve.command({ type: "mcp_events_subscribe", id: "s3", ...key, action: "follow_up", delivery: "push" });
+    expect(refused.success).toBe(false);
+    expect(await gamma("l2")).toEqual([expect.objectContaining({ action: "follow_up", delivery: "poll" })]);
+    await fx.control("emit", { name: "build.finished", project: "gamma", event_id: "g-3" });
+    await waitRuns(env.model, "g-3");
+    expect(serve.count(isEventFrame("g-2"))).toBe(1);
+  });
+
   test("a server without the extension is refused and listed as unsupported; its tools still work", async () => {
     const env = await eventsEnvironment(cleanups, {
       fixtureEnv: { MCP_FIXTURE_CAPABILITY: "none" },
