@@ -5,7 +5,7 @@ BUN := .tools/node_modules/.bin/bun
 export PATH := $(CURDIR)/.tools/node_modules/.bin:$(PATH)
 
 .DEFAULT_GOAL := help
-.PHONY: help install build demo test typecheck layers check bench clean
+.PHONY: help install build demo test fuzz typecheck layers check bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 12
@@ -27,6 +27,13 @@ demo: build ## wrap the example server with the example policy and show the evid
 
 test: build ## run every test suite (unit, integration, e2e against dist/vigil)
 	$(BUN) test --timeout 30000 $(if $(VIGIL_JUNIT),--reporter=junit --reporter-outfile=$(VIGIL_JUNIT))
+
+fuzz: build ## fuzz hostile MCP events (poll and push) with a random seed, printed; replay: VIGIL_FUZZ_SEED=<n> make fuzz
+	@seed=$${VIGIL_FUZZ_SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}; \
+	echo "fuzz seed: $$seed (replay with VIGIL_FUZZ_SEED=$$seed make fuzz)"; \
+	VIGIL_FUZZ_SEED=$$seed VIGIL_FUZZ_CASES=$${VIGIL_FUZZ_CASES:-20000} VIGIL_FUZZ_E2E_CASES=$${VIGIL_FUZZ_E2E_CASES:-60} \
+	$(BUN) test --timeout 300000 test/unit/events/occurrence-fuzz.test.ts test/e2e/events-fuzz.test.ts || \
+	{ echo "fuzz failed with seed $$seed (replay with VIGIL_FUZZ_SEED=$$seed make fuzz)"; exit 1; }
 
 typecheck: install ## type-check src, test, scripts and bench
 	$(BUN) x tsc --noEmit -p .

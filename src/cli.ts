@@ -1,22 +1,11 @@
 #!/usr/bin/env bun
-// Entry point (the compile entry). Picks the command or refuses an unknown one with one line
-// (exit 2), then hands over to citty. citty colours its usage text unless NO_COLOR is set, even
-// when stdout is a pipe, so colour is turned off for anything that is not a terminal.
-import { commands } from "./commands/index.ts";
-import { EXIT } from "./shared/errors.ts";
-import { logLine } from "./shared/log.ts";
-
+// Entry point (the compile entry): one error boundary around the dispatch (commands/_command.ts),
+// which routes the argv (unknown commands and flags are refused with one line, exit 2) and runs
+// the command. citty colours its usage text unless NO_COLOR is set, even when stdout is a pipe, so
+// colour is turned off for anything that is not a terminal (before citty is loaded: it reads the
+// variable once).
 if (!process.stdout.isTTY) process.env.NO_COLOR = "1";
-const { runMain, showUsage } = await import("citty");
+const { dispatch, guarded } = await import("./commands/_command.ts");
 const { main } = await import("./main.ts");
 
-const first = process.argv[2];
-if (first === undefined) {
-  await showUsage(main);
-  process.exit(EXIT.usage);
-}
-if (!first.startsWith("-") && !Object.hasOwn(commands, first)) {
-  logLine(`unknown command ${JSON.stringify(first)} (commands: ${Object.keys(commands).join(", ")}; see vigil --help)`);
-  process.exit(EXIT.usage);
-}
-await runMain(main);
+await guarded(() => dispatch(main, process.argv.slice(2)));

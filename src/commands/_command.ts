@@ -1,11 +1,16 @@
 /**
- * The one error boundary. Every command's run goes through `guarded`: a VigilError prints one line
- * (`vigil: <message>`, plus `hint:` when there is one) and sets its exit code; anything else is a
- * bug and exits 70 with its stack. citty never prints errors itself (under Bun it would dump a
- * source frame and always exit 1).
+ * The one error boundary, and the dispatch it guards. `vigil` runs one `guarded(dispatch)`: the
+ * argv is routed (_route.ts), then the chosen command runs and resolves with its exit status.
+ * A VigilError — a refused flag included — prints one line (`vigil: <message>`, plus `hint:` when
+ * there is one) and sets its exit code; anything else is a bug and exits 70 with its stack. citty
+ * never prints errors itself (under Bun it would dump a source frame and always exit 1).
  */
+import { type CommandDef, type ParsedArgs, showUsage } from "citty";
+import { VERSION } from "../shared/build-info.ts";
 import { EXIT, VigilError } from "../shared/errors.ts";
 import { logLine } from "../shared/log.ts";
+import { writeStdout } from "../shared/output.ts";
+import { routeArgv } from "./_route.ts";
 
 export function reportError(e: unknown): number {
   if (e instanceof VigilError) {
@@ -26,4 +31,29 @@ export async function guarded(body: () => Promise<number>): Promise<never> {
     code = reportError(e);
   }
   process.exit(code);
+}
+
+/**
+ * Routes `argv` from `root` and runs what it names; resolves with the exit status. A command's
+ * `run` gets its arguments as given (`rawArgs`) and resolves with its exit status; citty's lenient
+ * parse (`args`) is left empty so no command can come to rely on it.
+ */
+export async function dispatch(root: CommandDef, argv: readonly string[]): Promise<number> {
+  const route = await routeArgv(root, argv);
+  switch (route.kind) {
+    case "version":
+      writeStdout(VERSION);
+      return EXIT.ok;
+    case "help":
+      await showUsage(route.command, route.parent);
+      return EXIT.ok;
+    case "incomplete":
+      await showUsage(route.command, route.parent);
+      return EXIT.usage;
+    case "run": {
+      const status: unknown = await route.command.run?.({ rawArgs: route.rawArgs, args: { _: [] } as unknown as ParsedArgs, cmd: route.command });
+      if (typeof status !== "number") throw new Error(`command ${route.name} resolved without an exit status`);
+      return status;
+    }
+  }
 }

@@ -1,15 +1,15 @@
 import { defineCommand } from "citty";
-import { SERVE_FLAGS } from "../serve/flags.ts";
+import { SERVE_FLAGS, parseServeArgs } from "../serve/flags.ts";
 import { runServe } from "../serve/main.ts";
-import { guarded } from "./_command.ts";
 
-// One flag table (SERVE_FLAGS): citty renders --help from it and parses the argv; runServe
-// validates the values (usage errors exit 2 before anything starts).
+// One flag table (SERVE_FLAGS): citty renders --help from it; parseServeArgs scans the argv
+// strictly against it and runServe validates the values (usage errors exit 2 before anything
+// starts).
 export default defineCommand({
   meta: {
     name: "serve",
     description: "Run model sessions over MCP tools: NDJSON on stdio, or an HTTP + SSE daemon with --listen",
   },
   args: SERVE_FLAGS,
-  run: ({ args }) => guarded(() => runServe(args)),
+  run: ({ rawArgs }) => runServe(parseServeArgs(rawArgs)),
 });

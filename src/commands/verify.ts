@@ -1,11 +1,10 @@
 import { defineCommand } from "citty";
 import { VERIFY_ARGS, parseVerifyArgs, runVerify } from "../verify/run.ts";
-import { guarded } from "./_command.ts";
 
 // One argument table (VERIFY_ARGS): citty renders --help from it; parseVerifyArgs parses strictly
 // against the same table.
 export default defineCommand({
   meta: { name: "verify", description: "Check a wrap capture offline: closed (0), incomplete (1) or unknown (2)" },
   args: VERIFY_ARGS,
-  run: ({ rawArgs }) => guarded(async () => runVerify(parseVerifyArgs(rawArgs))),
+  run: async ({ rawArgs }) => runVerify(parseVerifyArgs(rawArgs)),
 });

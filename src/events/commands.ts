@@ -43,7 +43,8 @@ export type EventsCommand = EventsListCommand | EventsSubscribeCommand | EventsU
 export type EventsCommandName = EventsCommand["type"];
 
 /** The error codes the events client answers with. */
-export type EventsErrorCode = "refused" | "internal";
+/** invalid_params: the request itself cannot be served (nothing was started or stored). */
+export type EventsErrorCode = "refused" | "invalid_params" | "internal";
 
 export interface EventsResponseOk<D = unknown> {
   type: "response";

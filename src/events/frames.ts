@@ -55,6 +55,10 @@ export interface SubscriptionKey {
   arguments: Record<string, unknown>;
 }
 
+/**
+ * A server's JSON-RPC error as a `terminated` frame carries it. `message` and every string inside
+ * `data` were scrubbed of secrets where they entered (wire/server-events.ts, shared/scrub.ts).
+ */
 export interface JsonRpcErrorBody {
   code: number;
   message: string;
@@ -67,7 +71,7 @@ export type McpEventStatusDetail =
   | { kind: "error"; error: string; retry_in_ms?: number }
   | { kind: "refused"; error: string; retry_in_ms: number }
   | { kind: "terminated"; error: JsonRpcErrorBody }
-  | { kind: "gap"; cursor: string | null; reason: string; event_id: string | null; possibly_not_an_event?: boolean }
+  | { kind: "gap"; cursor: string | null; reason: string; event_id: string | null; possibly_not_an_event?: boolean; problem?: string }
   | { kind: "resubscribed" }
   | { kind: "dropped"; event: McpEventOccurrence; error: string }
   | { kind: "delivery_status"; delivery_status: unknown };

@@ -2,6 +2,9 @@
  * The answers to `mcp_events_list`, `mcp_events_subscribe` and `mcp_events_unsubscribe`
  * (serve.md §6 item 7). They run beside the session's run, so they are answered mid-run.
  *
+ * - subscribe first checks that the subscription could be stored at all (key length, spec bounds,
+ *   bounded arguments); a request that fails is answered `invalid_params` before anything is
+ *   started or registered.
  * - subscribe is an idempotent upsert: the same spec answers the live status; a changed spec
  *   replaces the old subscription (same cursor and dedup window) once the new one is up, and the
  *   old one is put back if the new one fails. The command waits (≤ 20 s) for the first success;
@@ -25,6 +28,7 @@ import {
 import type { AvailableEvents, McpEventsListData, SubscriptionStatus, UnestablishedSubscription } from "./frames.ts";
 import type { EventsServices } from "./ports.ts";
 import { subscriptionKey } from "./rules/key.ts";
+import { checkSubscriptionSpec } from "./storable-spec.ts";
 import type { Subscription } from "./subscription/subscription.ts";
 import type { SubscriptionSpec } from "./types.ts";
 
@@ -134,7 +138,10 @@ async function subscribe(ctx: HubCommandContext, command: EventsSubscribeCommand
     ...(command.instructions !== undefined ? { instructions: command.instructions } : {}),
     ...(command.max_age_ms !== undefined ? { max_age_ms: command.max_age_ms } : {}),
   };
-  const key = subscriptionKey(spec.server, spec.name, spec.arguments);
+  // The same check as a configured subscription's at config load (storable-spec.ts).
+  const check = checkSubscriptionSpec(spec);
+  if (!check.ok) return eventsError(command, "invalid_params", check.problem);
+  const key = check.key;
   const existing = registry.find(key);
   if (existing !== undefined && existing.origin === "configured") {
     if (sameSpec(existing.spec, spec)) return eventsOk(command, existing.status());

@@ -133,11 +133,12 @@ export class EventsHub implements SubscriptionHost {
     return "new";
   }
 
-  gap(sub: HostedSubscription, notice: GapNotice & { dropped_id?: string }): boolean {
-    const { dropped_id: droppedId, ...gap } = notice;
-    // An over-cap event replayed after a reconnect is the same loss: told once, like any duplicate.
-    const oversizedId = gap.reason === "oversized" ? gap.eventId : null;
-    if (oversizedId !== null && sub.dedup.has(oversizedId)) {
+  gap(sub: HostedSubscription, notice: GapNotice & { dropped_id?: string; seen_key?: string }): boolean {
+    const { dropped_id: droppedId, seen_key: seenKey, ...gap } = notice;
+    // An over-cap or invalid event replayed after a reconnect is the same loss: told once, like
+    // any duplicate. The loops give its dedup-window key (rules/occurrence.ts seenKeyOf).
+    const seenId = seenKey ?? null;
+    if (seenId !== null && sub.dedup.has(seenId)) {
       sub.duplicates++;
       return true;
     }
@@ -161,8 +162,8 @@ export class EventsHub implements SubscriptionHost {
         if (this.droppedSeen.length > DROPPED_MEMORY) this.droppedSeen.shift();
       }
     }
-    if (oversizedId !== null) {
-      sub.dedup.add(oversizedId);
+    if (seenId !== null) {
+      sub.dedup.add(seenId);
       this.dirty.add(sub);
     }
     this.status(sub, {
@@ -171,6 +172,7 @@ export class EventsHub implements SubscriptionHost {
       reason: gap.reason,
       event_id: gap.eventId,
       ...(gap.possibly_not_an_event === true ? { possibly_not_an_event: true } : {}),
+      ...(gap.problem !== undefined ? { problem: gap.problem } : {}),
     });
     return true;
   }

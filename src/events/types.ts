@@ -26,6 +26,8 @@ export interface GapNotice {
   reason: string;
   eventId: string | null;
   possibly_not_an_event?: boolean;
+  /** Why an `invalid_event` or `oversized` occurrence was skipped (one line, never the value). */
+  problem?: string;
 }
 
 /** What a runtime subscription was asked with (the mcp_events_subscribe command, minus id/type). */

@@ -1,13 +1,17 @@
 /**
  * An append-only NDJSON evidence writer with exact accounting (wrap.md §5).
  *
- * Each record is one write of the whole line. A failed or short write poisons the writer: that
- * emission and every later one count as dropped, nothing more is written, and the prefix digest
- * covers exactly the complete lines that were written (a partial tail is excluded).
+ * Each record is one write of the whole line. When the kernel takes only part of it (a short
+ * write: the device filled mid-line), the rest is written at once, which either completes the line
+ * or returns the error that stopped it — so the report names the real cause (ENOSPC, EDQUOT, EFBIG)
+ * instead of inventing one. A failed write poisons the writer: that emission and every later one
+ * count as dropped, nothing more is written, and the prefix digest covers exactly the complete
+ * lines that were written (a partial tail is excluded).
  */
 import { closeSync, constants, fdatasyncSync, openSync, writeSync } from "node:fs";
 import { RunningSha256 } from "../shared/digest.ts";
-import { errnoCode, errorMessage } from "../shared/errors.ts";
+import { errnoCode } from "../shared/errors.ts";
+import { writeErrorText } from "./write-error.ts";
 
 export interface EvidenceLogOptions {
   /** fdatasync after every line (default: once, at close). */
@@ -23,9 +27,11 @@ export class EvidenceLog {
   written = 0;
   dropped = 0;
   bytesWritten = 0;
-  /** Why the writer stopped, once it has. */
+  /** Why the writer stopped, once it has: one clean line with the errno and the path (write-error.ts). */
   failure: string | null = null;
   private readonly prefix = new RunningSha256();
+  /** Bytes on the device, partial lines included (the fault seam's fill level). */
+  private diskBytes = 0;
   private fd: number | null;
 
   private constructor(
@@ -66,11 +72,10 @@ export class EvidenceLog {
     const line = `${record}\n`;
     const length = Buffer.byteLength(line);
     try {
-      const n = this.write(line, length);
-      if (n !== length) throw Object.assign(new Error(`short write (${n} of ${length} bytes)`), { code: "EIO" });
+      this.writeLine(line, length);
       if (this.options.syncEachLine) fdatasyncSync(this.fd);
     } catch (e) {
-      this.failure = `${errnoCode(e) ?? "error"}: ${errorMessage(e)}`;
+      this.failure = writeErrorText(e, this.path);
       this.dropped++;
       return false;
     }
@@ -90,7 +95,7 @@ export class EvidenceLog {
     } catch (e) {
       // /dev/full and pipes cannot be synced (EINVAL); only a real I/O failure counts.
       const code = errnoCode(e);
-      if (code !== "EINVAL" && code !== "EROFS" && this.failure === null) this.failure = `sync failed: ${errorMessage(e)}`;
+      if (code !== "EINVAL" && code !== "EROFS" && this.failure === null) this.failure = `sync failed: ${writeErrorText(e, this.path)}`;
     }
     try {
       closeSync(fd);
@@ -99,15 +104,33 @@ export class EvidenceLog {
     }
   }
 
-  private write(line: string, length: number): number {
+  /** The whole line, or a throw with the system error that stopped it (the bytes before it stay on disk). */
+  private writeLine(line: string, length: number): void {
+    // One write(2) of the whole line; a string is encoded straight into it, with no Buffer copy.
+    let done = this.write(line, 0);
+    if (done === length) return;
+    const bytes = Buffer.from(line);
+    while (done < length) {
+      const n = this.write(bytes, done);
+      // A write that takes nothing and reports nothing would loop forever: that is an I/O error.
+      if (n === 0) throw Object.assign(new Error(`i/o error, write (${done} of ${length} bytes written)`), { code: "EIO", syscall: "write" });
+      done += n;
+    }
+  }
+
+  /** One write(2) from `offset` (a string is only ever written whole, from 0); returns the bytes taken. */
+  private write(data: string | Buffer, offset: number): number {
     const fd = this.fd!;
     const limit = this.options.failAfterBytes;
-    if (limit !== undefined && this.bytesWritten + length > limit) {
-      const room = Math.max(0, limit - this.bytesWritten);
-      if (room > 0) writeSync(fd, Buffer.from(line).subarray(0, room));
-      throw Object.assign(new Error("no space left on device (test fault seam)"), { code: "ENOSPC" });
+    if (limit !== undefined) {
+      // The fault seam behaves like a device that fills at `limit`: a short write, then ENOSPC.
+      const bytes = typeof data === "string" ? Buffer.from(data) : data;
+      const room = limit - this.diskBytes;
+      if (room <= 0) throw Object.assign(new Error("ENOSPC: no space left on device, write"), { code: "ENOSPC", syscall: "write" });
+      const n = writeSync(fd, bytes, offset, Math.min(room, bytes.length - offset));
+      this.diskBytes += n;
+      return n;
     }
-    // One write(2) of the whole line; a string is encoded straight into it, with no Buffer copy.
-    return writeSync(fd, line);
+    return typeof data === "string" ? writeSync(fd, data) : writeSync(fd, data, offset);
   }
 }

@@ -3,7 +3,7 @@
  * StreamableHTTPClientTransport, decorated (ObservedTransport) so that
  *
  * - the configured headers go with every request (they are secrets: never logged, and scrubbed from
- *   the reasons this module's callers report — see `scrubSecrets`);
+ *   what the server pool reports — see server-pool.ts and shared/scrub.ts);
  * - every incoming message is held to the per-message cap (serve.md §6 item 8, env
  *   `VIGIL_MCP_MAX_MESSAGE_BYTES`, default 32 MiB), measured as its serialized UTF-8 size: an over-cap
  *   answer to a request in flight fails that request with `-32000 response larger than N bytes`,
@@ -151,16 +151,4 @@ function requestIds(body: unknown): (string | number)[] {
     if (typeof id === "string" || typeof id === "number") ids.push(id);
   }
   return ids;
-}
-
-/**
- * Replaces every occurrence of a secret (header values, the URL when it carries credentials or a
- * `${VAR}` expansion, stdio env values) in a text about to be reported. Values shorter than 4
- * characters are left alone: replacing them would garble the text without protecting anything.
- */
-export function scrubSecrets(text: string, secrets: Iterable<string>): string {
-  let out = text;
-  const sorted = [...secrets].filter((s) => s.length >= 4).sort((a, b) => b.length - a.length);
-  for (const secret of sorted) out = out.split(secret).join("<redacted>");
-  return out;
 }

@@ -147,7 +147,16 @@ function isResponse(message: JSONRPCMessage): message is Response {
   return !("method" in message) && "id" in message && message.id !== undefined && message.id !== null;
 }
 
-/** UTF-8 size of the message as JSON: what it took (give or take whitespace) on the wire. */
+/**
+ * UTF-8 size of the message as JSON: what it took (give or take whitespace) on the wire. A message
+ * nested too deep for JSON.stringify (RangeError) counts as within the cap: its bytes were already
+ * bounded by the transport's framing, and its consumer refuses the nesting (events:
+ * rules/occurrence.ts) — failing here would fail its request on every retry, for good.
+ */
 function serializedBytes(message: JSONRPCMessage): number {
-  return Buffer.byteLength(JSON.stringify(message), "utf8");
+  try {
+    return Buffer.byteLength(JSON.stringify(message), "utf8");
+  } catch {
+    return 0;
+  }
 }

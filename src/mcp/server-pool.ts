@@ -15,6 +15,10 @@
  * callTool() turns every failure of the call (server error, over-cap answer, timeout, unknown tool,
  * server not connected) into an `isError` result the model can read; the connection survives. Only
  * an abort through the caller's own signal rejects, since then nobody is waiting for a result.
+ *
+ * The pool is where a server's text enters vigil: each server's secrets (header values, URL
+ * credentials, env values) are registered with the process-wide scrubber (shared/scrub.ts) when
+ * the pool is built, and every reason and every tool result leaves the pool scrubbed.
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { CallToolResult, Implementation, Tool } from "@modelcontextprotocol/sdk/types.js";
@@ -22,8 +26,9 @@ import type { McpServerConfig } from "./server-config.ts";
 import { errorMessage } from "../shared/errors.ts";
 import { logLine } from "../shared/log.ts";
 import { signalGroup } from "../shared/process-group.ts";
+import { registerSecrets, scrubText, scrubValue } from "../shared/scrub.ts";
 import { within } from "../shared/time.ts";
-import { createHttpTransport, scrubSecrets } from "./http-connection.ts";
+import { createHttpTransport } from "./http-connection.ts";
 import { ObservedTransport } from "./observed-transport.ts";
 import { StdioMcpTransport } from "./stdio-transport.ts";
 import { qualifiedToolName, splitQualifiedName, toolNameProblem } from "./tool-names.ts";
@@ -66,7 +71,6 @@ export interface CallToolOptions {
 interface Entry<C extends McpServerConfig = McpServerConfig> {
   name: string;
   config: C;
-  secrets: string[];
   status: ServerStatus;
   client: Client | null;
   observed: ObservedTransport | null;
@@ -82,10 +86,10 @@ export class McpServerPool<C extends McpServerConfig = McpServerConfig> {
 
   private constructor(configs: readonly C[]) {
     for (const config of configs) {
+      registerSecrets(secretsOf(config));
       this.entries.set(config.name, {
         name: config.name,
         config,
-        secrets: secretsOf(config),
         status: { state: "connecting" },
         client: null,
         observed: null,
@@ -127,12 +131,6 @@ export class McpServerPool<C extends McpServerConfig = McpServerConfig> {
     return entry?.status.state === "connected" ? (entry.observed ?? undefined) : undefined;
   }
 
-  /** `text` with this server's secrets (header values, URL credentials, env values) replaced. */
-  scrub(server: string, text: string): string {
-    const entry = this.entries.get(server);
-    return entry === undefined ? text : scrubSecrets(text, entry.secrets);
-  }
-
   /** The configured server entry, or undefined. */
   serverConfig(server: string): C | undefined {
     return this.entries.get(server)?.config;
@@ -170,10 +168,11 @@ export class McpServerPool<C extends McpServerConfig = McpServerConfig> {
         signal: options.signal,
         timeout: options.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS,
       });
-      return result as CallToolResult;
+      // Results too, not only errors: a server may echo a credential in any text the model and the transcript get.
+      return scrubValue(result) as CallToolResult;
     } catch (e) {
       if (options.signal?.aborted) throw e;
-      return errorResult(`tool ${JSON.stringify(qualifiedName)} failed: ${this.reason(entry, e)}`);
+      return errorResult(`tool ${JSON.stringify(qualifiedName)} failed: ${reasonOf(e)}`);
     }
   }
 
@@ -195,7 +194,7 @@ export class McpServerPool<C extends McpServerConfig = McpServerConfig> {
         if (entry.client) await entry.client.close();
         else await entry.observed?.close();
       } catch (e) {
-        logLine(`MCP server ${JSON.stringify(entry.name)}: close failed: ${this.reason(entry, e)}`);
+        logLine(`MCP server ${JSON.stringify(entry.name)}: close failed: ${reasonOf(e)}`);
       }
       // Client.close() closes the transport; a stdio transport that was never handed to a client closes here.
       await entry.stdio?.close();
@@ -249,7 +248,7 @@ export class McpServerPool<C extends McpServerConfig = McpServerConfig> {
       };
     } catch (e) {
       if (this.closeRequested) return;
-      const reason = this.reason(entry, e);
+      const reason = reasonOf(e);
       entry.status = { state: "failed", reason };
       logLine(`MCP server ${JSON.stringify(entry.name)}: failed to connect: ${reason}`);
       await within(Promise.resolve(entry.client?.close()).catch(() => {}), 1000);
@@ -310,31 +309,30 @@ export class McpServerPool<C extends McpServerConfig = McpServerConfig> {
       }
     } catch (e) {
       if (options.signal?.aborted) throw e;
-      logLine(`MCP server ${label}: tools/list failed: ${this.reason(entry, e)}`);
+      logLine(`MCP server ${label}: tools/list failed: ${reasonOf(e)}`);
     }
     return out;
   }
 
-  /** One line, bounded, with the server's secrets replaced. */
-  private reason(entry: Entry, e: unknown): string {
-    const text = scrubSecrets(errorMessage(e), entry.secrets).replace(/\s+/g, " ").trim();
-    return text.length > MAX_REASON_CHARS ? `${text.slice(0, MAX_REASON_CHARS)}…` : text || "unknown error";
-  }
+}
+
+/** One line, bounded, with every secret replaced (the SDK's messages carry HTTP error bodies). */
+function reasonOf(e: unknown): string {
+  const text = scrubText(errorMessage(e)).replace(/\s+/g, " ").trim();
+  return text.length > MAX_REASON_CHARS ? `${text.slice(0, MAX_REASON_CHARS)}…` : text || "unknown error";
 }
 
 function errorResult(text: string): CallToolResult {
   return { isError: true, content: [{ type: "text", text }] };
 }
 
-/** What must never appear in a reported reason (serve.md §2): header and env values, and the URL itself. */
+/**
+ * What must never appear in a reported reason (serve.md §2): header and env values, and the URL
+ * itself (a bearer header's token alone is one of the forms the scrubber matches).
+ */
 function secretsOf(config: McpServerConfig): string[] {
   if (config.transport === "http") {
     const values = Object.values(config.headers);
-    // A bearer header's token alone may also appear.
-    for (const v of Object.values(config.headers)) {
-      const space = v.indexOf(" ");
-      if (space > 0) values.push(v.slice(space + 1));
-    }
     let query = "";
     try {
       const url = new URL(config.url);

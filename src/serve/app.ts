@@ -4,8 +4,9 @@
  * on top of them (session-wiring.ts, session-table.ts). Wiring only: the flags are validated in
  * flags.ts and the mode is chosen in main.ts.
  *
- * - Everything that can be refused (config, tuning knobs, state dir, policy, API key) is checked
- *   before any MCP server is started, so a refusal (exit 2) never leaves a process behind.
+ * - Everything that can be refused (config, tuning knobs, state dir, policy, API key, and in stdio
+ *   mode the session's state files and decision log) is checked before any MCP server is started,
+ *   so a refusal (exit 2 or 3) never leaves a process behind and never started one.
  * - `shutdown()` closes sessions (each bounded by its close timeout), then the pool and every stdio
  *   transport still open (stdin EOF, grace, group sweep), bounded by grace + 2 s; a process `exit`
  *   hook SIGKILLs whatever group is left, whichever way the process ends.
@@ -24,7 +25,7 @@ import { type ServeTuning, loadServeTuning } from "./config/tuning.ts";
 import { DEFAULT_EVENTS_SESSION, EventsService } from "./events-service.ts";
 import { createRunModel } from "./models/registry.ts";
 import { SessionTable } from "./session-table.ts";
-import { type SessionParts, closeServeSession, openServeSession } from "./session-wiring.ts";
+import { type SessionParts, closeServeSession, openServeSession, openSessionState } from "./session-wiring.ts";
 import { ensureStateDir, resolveStateDir } from "./state/paths.ts";
 import type { ServeApp, ServeAppOptions } from "./types.ts";
 
@@ -34,10 +35,18 @@ export async function startServeApp(options: ServeAppOptions = {}): Promise<Serv
   const env = options.env ?? process.env;
   const { config, tuning, stateDir, policy, model } = await loadRefusables(options, env);
   logLine(`serve: ${describeConfig(config)} state=${stateDir}`);
+  // stdio mode's session: its state is opened (or refused) while no MCP server runs yet.
+  const first = options.firstSession === undefined ? null : await openSessionState({ config, stateDir, tuning }, options.firstSession, { checkEvents: true });
 
   // From here on MCP server processes may exist: every way out must end them.
   process.on("exit", killAllStdioTransportGroups);
-  const pool = await connectPool(config, tuning);
+  let pool: McpServerPool;
+  try {
+    pool = await connectPool(config, tuning);
+  } catch (e) {
+    await first?.discard();
+    throw e;
+  }
   const events = new EventsService({
     pool,
     config,
@@ -46,12 +55,20 @@ export async function startServeApp(options: ServeAppOptions = {}): Promise<Serv
     owner: options.events?.owner ?? DEFAULT_EVENTS_SESSION,
     reapable: options.events?.reapable ?? false,
   });
-  const parts: SessionParts = { config, stateDir, policy, model, pool, events };
+  const parts: SessionParts = { config, stateDir, tuning, policy, model, pool, events };
+  // Opened before the pool, taken into service by the first openSession of its name.
+  let waiting = first;
   const sessions = new SessionTable({
-    open: (name, o) => openServeSession(parts, name, o),
+    open: (name, o) => {
+      const state = waiting?.name === name ? waiting : undefined;
+      if (state !== undefined) waiting = null;
+      return openServeSession(parts, name, o, state);
+    },
     close: (name, session) => closeServeSession(events, name, session),
   });
   const closePool = async () => {
+    await waiting?.discard();
+    waiting = null;
     await within(pool.close(), tuning.shutdownGraceMs + 4000);
     await closeAllStdioTransports();
     killAllStdioTransportGroups();

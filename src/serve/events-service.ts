@@ -20,6 +20,7 @@ import { isValidSessionName } from "./state/paths.ts";
 import { EventsHub } from "../events/hub.ts";
 import type { EventsServices, EventsSession } from "../events/ports.ts";
 import { EventsStore } from "../events/store/events-store.ts";
+import { configuredSpec } from "../events/storable-spec.ts";
 import type { SubscriptionSpec } from "../events/types.ts";
 import { ServerEvents, type StreamBudget } from "../events/wire/server-events.ts";
 
@@ -70,23 +71,24 @@ export class EventsService implements EventsServices {
   configured(): SubscriptionSpec[] {
     const specs: SubscriptionSpec[] = [];
     for (const server of this.o.config.mcp_servers) {
-      for (const e of server.events ?? []) {
-        specs.push({
-          server: server.name,
-          name: e.name,
-          arguments: e.arguments,
-          action: e.action,
-          ...(e.delivery !== undefined ? { delivery: e.delivery } : {}),
-          ...(e.instructions !== undefined ? { instructions: e.instructions } : {}),
-          ...(e.max_age_ms !== undefined ? { max_age_ms: e.max_age_ms } : {}),
-        });
-      }
+      // The same mapping the config check used (storable-spec.ts): what was checked is what runs.
+      for (const e of server.events ?? []) specs.push(configuredSpec(server.name, e));
     }
     return specs;
   }
 
   eventServers(): string[] {
     return this.o.config.mcp_servers.filter((s) => s.events !== undefined).map((s) => s.name);
+  }
+
+  /**
+   * Opens a session's events state the way `attach` will, and closes it again, starting nothing:
+   * stdio mode refuses a damaged `mcp-events.json` or `mcp-events.log` (an EventsStoreError)
+   * before any MCP server starts. A torn log tail is repaired here as on any open.
+   */
+  static async checkState(dir: string, tuning: ServeTuning): Promise<void> {
+    const store = await EventsStore.open(dir, { maxPending: tuning.maxPending, maxPendingBytes: tuning.maxPendingBytes });
+    await store.close();
   }
 
   /** Builds the hub of a freshly opened session (restores its pending events and runtime subscriptions). */

@@ -1,17 +1,16 @@
 /**
  * The flags of `vigil serve` (serve.md, synopsis and §1): SERVE_FLAGS is their one declaration
- * (commands/serve.ts hands it to citty, which renders `--help` from it and parses the argv), and
- * `planServe` turns the values into what main.ts runs. Pure: nothing is read or started here, so
- * every refusal is a usage error (exit 2) before anything is loaded.
+ * (commands/serve.ts hands it to citty, which renders `--help` from it), `parseServeArgs` scans the
+ * argv strictly against it and `planServe` turns the values into what main.ts runs. Pure: nothing
+ * is read or started here, so every refusal is a usage error (exit 2) before anything is loaded.
  *
- * Decision (issue 10): serve keeps citty's parse of its argv rather than the strict scan wrap and
- * verify use (shared/flags.ts). The scan would refuse what serve accepts today (an unknown flag,
- * a value flag given twice, `--no-mcp-events-reapable`), and this refactoring changes no
- * behaviour; the flags' values are typed from the same table, so a flag cannot be declared in one
- * place and forgotten in the other.
+ * Decision (issue 11 item 12): serve scans like wrap and verify (shared/flags.ts). An unknown
+ * flag, a stray argument and a value flag given twice are refused — before, citty's lenient parse
+ * let a typo such as `--lisen 8080` start stdio mode. `--no-mcp-events-reapable` stays accepted
+ * (citty's negation of a switch); `--no-listen` and the like are unknown flags.
  */
 import { usageError } from "../shared/errors.ts";
-import type { FlagTable } from "../shared/flags.ts";
+import { type FlagTable, type FlagValues, flagRefusal, scanFlags } from "../shared/flags.ts";
 import { type ListenAddress, parseListen } from "./daemon/listen.ts";
 import { isValidSessionName } from "./state/paths.ts";
 
@@ -26,12 +25,19 @@ export const SERVE_FLAGS = {
   "mcp-events-reapable": { type: "boolean", description: "MCP Events: let the idle reaper end sessions with live subscriptions" },
 } as const satisfies FlagTable;
 
-type ServeFlagTable = typeof SERVE_FLAGS;
+/** The flags as the scan found them (strings and switch states, not yet validated), typed from SERVE_FLAGS. */
+export type ServeFlags = FlagValues<typeof SERVE_FLAGS>;
 
-/** The flags as citty hands them over (strings and booleans, unvalidated), typed from SERVE_FLAGS. */
-export type ServeFlags = {
-  [K in keyof ServeFlagTable]?: (ServeFlagTable[K]["type"] extends "boolean" ? boolean : string) | undefined;
-};
+/** Scans the arguments that follow `serve`: serve takes flags only, so every other argument is refused. */
+export function parseServeArgs(rawArgs: readonly string[]): ServeFlags {
+  return scanFlags(SERVE_FLAGS, rawArgs, {
+    positional: (arg) => {
+      throw usageError(`serve: unexpected argument ${JSON.stringify(arg)} (serve takes flags only; see vigil serve --help)`);
+    },
+    refuse: (problem) => usageError(flagRefusal("serve", problem)),
+  });
+}
+
 
 const MAX_IDLE_TIMEOUT_SECS = 365 * 24 * 3600;
 export const DEFAULT_IDLE_TIMEOUT_SECS = 3600;

@@ -27,6 +27,7 @@ export async function runServe(flags: ServeFlags): Promise<number> {
     app = await startServeApp({
       config: plan.config,
       stateDir: plan.stateDir,
+      firstSession: plan.mode.kind === "stdio" ? plan.mode.session : undefined,
       events: { owner: plan.eventsOwner, reapable: plan.eventsReapable },
     });
   } finally {

@@ -7,6 +7,8 @@
  *   reopened session continues its log).
  * - The prompt is announced right after run_start: clients see what the run answers, and a
  *   reopened session rebuilds its history from these user message frames.
+ * - stdio mode opens its session's state (openSessionState) before the MCP servers start, and
+ *   takes it into service (openServeSession) once they are connected.
  * - Close order: subscriptions stop first (nothing new arrives), then the run in flight settles
  *   (its batches are marked delivered or returned), then the events state is written.
  */
@@ -16,8 +18,10 @@ import { EvidenceLog } from "../evidence/evidence-log.ts";
 import type { McpServerPool } from "../mcp/server-pool.ts";
 import type { LoadedPolicy } from "../policy/load.ts";
 import { VigilError, errorMessage } from "../shared/errors.ts";
+import { StateError } from "../shared/durable/state-error.ts";
 import type { ServeConfig } from "./config/schema.ts";
-import type { EventsService } from "./events-service.ts";
+import type { ServeTuning } from "./config/tuning.ts";
+import { EventsService } from "./events-service.ts";
 import type { RunModel } from "./models/types.ts";
 import { type FrameBody, messageFrame } from "./protocol/frames.ts";
 import { runConversation } from "./run/run-loop.ts";
@@ -27,10 +31,15 @@ import type { Runner } from "./session/types.ts";
 import { DECISIONS_FILE, ensureSessionDir } from "./state/paths.ts";
 import type { OpenOptions } from "./types.ts";
 
-/** What every session is built on: loaded once per process. */
-export interface SessionParts {
+/** What a session's state is opened with: no MCP server is needed for it. */
+export interface StateParts {
   config: ServeConfig;
   stateDir: string;
+  tuning: ServeTuning;
+}
+
+/** What every session is built on: loaded once per process. */
+export interface SessionParts extends StateParts {
   policy: LoadedPolicy | null;
   model: RunModel;
   pool: McpServerPool;
@@ -43,27 +52,94 @@ export interface OpenedSession {
   release(): void;
 }
 
-/** Opens the session `name` with its events state attached; on failure nothing it opened stays open. */
-export async function openServeSession(parts: SessionParts, name: string, options: OpenOptions): Promise<OpenedSession> {
+/**
+ * A session opened on its state alone: its decision log, its transcript (and the history rebuilt
+ * from it), and — when asked — its events state checked; it has no runner yet and runs nothing.
+ * stdio mode opens its one session so before any MCP server starts, so a refusal (a damaged state
+ * file: exit 2; a decision log that cannot be opened: exit 3) has started nothing (README "Exit status").
+ */
+export interface SessionState extends OpenedSession {
+  readonly name: string;
+  readonly dir: string;
+  readonly log: EvidenceLog | null;
+  /** Gives the session its runner, once what runs need (the MCP servers) is there. Once. */
+  bind(runner: Runner): void;
+  /** Closes the session and releases it, when it is never taken into service. */
+  discard(): Promise<void>;
+}
+
+export async function openSessionState(parts: StateParts, name: string, o: { checkEvents: boolean }): Promise<SessionState> {
   const dir = ensureSessionDir(parts.stateDir, name);
   const log = openDecisionLog(parts.config, dir);
   const release = () => log?.close();
+  let runner: Runner | null = null;
   let session: Session;
   try {
-    session = await Session.open({ name, dir, runner: sessionRunner(parts, name, log) });
+    // The session calls its runner only for a run, and none starts before `bind`: no command is
+    // read and no events state is attached until then.
+    session = await Session.open({ name, dir, runner: (request, emit, signal) => bound(runner)(request, emit, signal) });
   } catch (e) {
     release();
     throw e;
   }
+  if (o.checkEvents) {
+    try {
+      await EventsService.checkState(dir, parts.tuning);
+    } catch (e) {
+      await session.close().catch(() => {});
+      release();
+      throw eventsStateRefused(name, e);
+    }
+  }
+  return {
+    name,
+    dir,
+    log,
+    session,
+    release,
+    bind(r) {
+      if (runner !== null) throw new Error(`session ${JSON.stringify(name)} already has its runner`);
+      runner = r;
+    },
+    async discard() {
+      await session.close().catch(() => {});
+      release();
+    },
+  };
+}
+
+function bound(runner: Runner | null): Runner {
+  if (runner === null) throw new Error("a run started before the session was bound to its runner");
+  return runner;
+}
+
+/**
+ * Opens the session `name` with its events state attached (or takes `state`, opened before the MCP
+ * servers started, into service); on failure nothing it opened stays open.
+ */
+export async function openServeSession(parts: SessionParts, name: string, options: OpenOptions, state?: SessionState): Promise<OpenedSession> {
+  const opened = state ?? (await openSessionState(parts, name, { checkEvents: false }));
+  opened.bind(sessionRunner(parts, name, opened.log));
+  const { session, release } = opened;
   if (options.subscribe !== undefined) session.subscribe(options.subscribe);
   try {
-    await parts.events.attach(session, dir);
+    await parts.events.attach(session, opened.dir);
   } catch (e) {
     await session.close().catch(() => {});
     release();
-    throw new Error(`session ${JSON.stringify(name)}: its MCP Events state cannot be used: ${errorMessage(e)}`, { cause: e });
+    throw eventsStateRefused(name, e);
   }
   return { session, release };
+}
+
+/**
+ * A state problem stays a StateError (its reason, so its exit code: a damaged `mcp-events.json`
+ * is refused with exit 2 and one line naming the file, in stdio mode as at a daemon's 503);
+ * anything else stays what it is, a bug.
+ */
+function eventsStateRefused(name: string, e: unknown): Error {
+  const message = `session ${JSON.stringify(name)}: its MCP Events state cannot be used: ${errorMessage(e)}`;
+  return e instanceof StateError ? new StateError(e.reason, message, { cause: e }) : new Error(message, { cause: e });
 }
 
 /** Closes the session `name` and writes its events state. */

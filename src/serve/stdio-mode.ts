@@ -4,7 +4,8 @@
  * refusals of malformed lines alike), so lines never interleave.
  *
  * - A malformed line is answered with a `response` success:false (stored in the transcript like any
- *   other frame) and reading goes on; nothing a client sends ends the process.
+ *   other frame) and reading goes on; nothing a client sends ends the process. Every frame on
+ *   stdout is in the transcript, but for the answers given once the transcript failed for good.
  * - Back-pressure: while more than OUT_HIGH_WATER bytes of frames wait for stdout, stdin is not
  *   read, so a client that stops reading its frames stops its own commands instead of growing our
  *   memory. (Frames of a run already in flight are still queued: a run's output is bounded.)
@@ -143,13 +144,12 @@ function pumpCommands(
   const handle = async (results: ParseCommandResult[]) => {
     for (const r of results) {
       if (stopped) return;
-      if (r.ok) {
-        const response = await session.handle(r.command);
-        // A response the transcript could not store was not broadcast: send it directly.
-        if (!("seq" in response)) out.push(encodeFrame(response));
-      } else if (session.emit(r.response) === null) {
-        out.push(encodeFrame(r.response));
-      }
+      // Stored and broadcast (so written through the subscription) by the one path daemon mode
+      // takes too (Session.respond): an over-cap response became a stored response_too_large.
+      const response = r.ok ? await session.handle(r.command) : session.respond(r.response);
+      // Only when nothing can be stored any more (the transcript failed; serve.md §6 item 9) does a
+      // response come back without a seq: the client still gets its one answer to the command.
+      if (!("seq" in response)) out.push(encodeFrame(response));
     }
   };
   void (async () => {

@@ -16,6 +16,11 @@ export interface ServeAppOptions {
   /** `--state-dir` (undefined: XDG default). */
   stateDir?: string | undefined;
   env?: Env;
+  /**
+   * stdio mode's session: its state (transcript, events state, decision log) is opened before any
+   * MCP server starts, so a refusal starts nothing; `openSession` of this name then takes it over.
+   */
+  firstSession?: string | undefined;
   /** The session that owns the configured event subscriptions (default: the events service's), and whether the reaper may end live subscriptions. */
   events?: { owner?: string | undefined; reapable: boolean };
 }

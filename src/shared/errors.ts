@@ -21,6 +21,8 @@ export type ErrorCode =
   | "usage"
   | "policy_invalid"
   | "config_invalid"
+  /** A state file vigil refuses to use (damaged, invalid, unreadable): named in the message, exit 2. */
+  | "state_invalid"
   | "output_path_invalid"
   | "spawn_failed"
   | "evidence_write_failed"

@@ -4,20 +4,16 @@
  *
  * Not `v.summarize`: its paths are dotted indices (`mcp_servers.1.events.0`) over two lines, and
  * valibot's default messages end in "but received <value>", which could print a secret. Here the
- * value is never printed, and a known secret is scrubbed from the finished text as a last guard.
+ * value is never printed, and a known secret is scrubbed from the finished text as a last guard
+ * (shared/scrub.ts: the one scrubber, and its minimum-length rule).
  */
 import type * as v from "valibot";
 import { VigilError } from "./errors.ts";
 import { formatDocumentPath, type PathSegment } from "./document-path.ts";
+import { Scrubber, scrubText } from "./scrub.ts";
 
 /** Problems shown in one error; the rest are counted. */
 export const MAX_REPORTED_PROBLEMS = 20;
-
-/** Placeholder for a secret in redacted output and scrubbed messages. */
-export const REDACTED = "<redacted>";
-
-/** Secrets shorter than this are not scrubbed from messages (they would mangle ordinary words). */
-const MIN_SCRUB_CHARS = 4;
 
 /** `model.base_url`, `mcp_servers[0].headers.Authorization`, `headers["x y"]`. */
 export function formatPath(segments: readonly PathSegment[]): string {
@@ -41,19 +37,14 @@ function stripReceived(message: string): string {
   return cut < 0 ? message : message.slice(0, cut);
 }
 
-/** Replaces every occurrence of every (long enough) secret in `text`. */
-export function scrub(text: string, secrets: Iterable<string>): string {
-  let out = text;
-  for (const secret of secrets) {
-    if (secret.length >= MIN_SCRUB_CHARS) out = out.split(secret).join(REDACTED);
-  }
-  return out;
-}
-
-/** A config_invalid error (exit 2): `config <source>: <problem>`, one line per problem. */
+/**
+ * A config_invalid error (exit 2): `config <source>: <problem>`, one line per problem. `secrets`
+ * are the ones this config holds (not registered yet while it is being refused); the registered
+ * ones are scrubbed too.
+ */
 export function configError(source: string, problems: readonly string[], secrets: Iterable<string> = [], hint?: string): VigilError {
   const shown = problems.slice(0, MAX_REPORTED_PROBLEMS).map((p) => `config ${source}: ${p}`);
   const hidden = problems.length - shown.length;
   if (hidden > 0) shown.push(`config ${source}: (and ${hidden} more problem${hidden === 1 ? "" : "s"})`);
-  return new VigilError("config_invalid", scrub(shown.join("\n"), [...secrets]), hint === undefined ? {} : { hint });
+  return new VigilError("config_invalid", scrubText(new Scrubber(secrets).text(shown.join("\n"))), hint === undefined ? {} : { hint });
 }

@@ -1,8 +1,10 @@
 /**
  * The stderr logger. stdout is a data channel (the MCP stream in wrap, frames in serve), so every
- * diagnostic goes here. Lines are prefixed "vigil: " and never carry raw tool arguments or secrets.
+ * diagnostic goes here. Lines are prefixed "vigil: " and never carry raw tool arguments or secrets:
+ * every line is scrubbed of the registered secrets as a last guard (shared/scrub.ts).
  */
 import { writeSync } from "node:fs";
+import { scrubText } from "./scrub.ts";
 
 let quiet = false;
 
@@ -14,7 +16,7 @@ export function setQuiet(value: boolean): void {
 export function logLine(message: string): void {
   if (quiet) return;
   try {
-    writeSync(2, `vigil: ${message}\n`);
+    writeSync(2, `vigil: ${scrubText(message)}\n`);
   } catch {
     // stderr gone (EPIPE): nothing sensible left to report to.
   }

@@ -1,7 +1,7 @@
 /** `vigil verify`: load within bounds, verify (pure), render; the verdict is the exit status. */
 import { statSync } from "node:fs";
 import { VigilError, errnoCode, errorMessage } from "../shared/errors.ts";
-import { type FlagTable, scanFlags } from "../shared/flags.ts";
+import { type FlagTable, didYouMean, scanFlags } from "../shared/flags.ts";
 import { logLine } from "../shared/log.ts";
 import { writeStdout } from "../shared/output.ts";
 import { VERDICT_EXIT, VERIFY_USAGE_EXIT } from "./findings.ts";
@@ -35,8 +35,12 @@ export function parseVerifyArgs(rawArgs: string[]): VerifyArgs {
       if (dir !== null) throw usage("one CAPTURE_DIR only");
       dir = arg;
     },
-    // verify has switches only, so every problem is an argument it does not know (`--json=1` too).
-    refuse: (problem) => usage(`unknown flag ${problem.arg}`),
+    // verify has switches only, so every problem but a contradiction is an argument it does not
+    // know (`--json=1` too).
+    refuse: (problem) =>
+      problem.kind === "switch_contradicted"
+        ? usage(`--${problem.name} and --no-${problem.name} given together`)
+        : usage(`unknown flag ${problem.arg}${didYouMean(problem)}`),
   });
   if (dir === null) throw usage("missing CAPTURE_DIR");
   return { dir, json: flags.json === true, requireReceipts: flags["require-receipts"] === true };

@@ -4,7 +4,6 @@ import { writeRecordFile } from "../evidence/record-file.ts";
 import { VERSION } from "../shared/build-info.ts";
 import { canonicalSha256, sha256File } from "../shared/digest.ts";
 import { errorMessage } from "../shared/errors.ts";
-import { logLine } from "../shared/log.ts";
 import type { WrapOptions } from "./options.ts";
 import type { OutputPlan } from "./output-plan.ts";
 import type { PolicyGate } from "./policy-gate.ts";
@@ -25,7 +24,6 @@ export function writeCaptureManifest(plan: OutputPlan, o: WrapOptions, evidence:
     });
     writeRecordFile(plan.manifest, manifest);
   } catch (e) {
-    evidence.failures.push(`capture manifest: ${errorMessage(e)}`);
-    logLine(`evidence: cannot write the capture manifest: ${errorMessage(e)}`);
+    evidence.reportFailure("capture manifest", `cannot write the capture manifest: ${errorMessage(e)}`);
   }
 }

@@ -6,7 +6,7 @@
 import { basename } from "node:path";
 import { usageError } from "../shared/errors.ts";
 import type { EvidenceFailureMode } from "../policy/governed-call.ts";
-import { type FlagProblem, type FlagTable, type FlagValues, scanFlags } from "../shared/flags.ts";
+import { type FlagTable, type FlagValues, flagRefusal, scanFlags } from "../shared/flags.ts";
 
 export type { EvidenceFailureMode };
 
@@ -70,7 +70,7 @@ export function parseWrapArgs(rawArgs: string[]): WrapOptions {
     positional: (arg) => {
       throw usageError(`wrap: unexpected argument ${JSON.stringify(arg)} before '--'`);
     },
-    refuse: (problem) => usageError(refusal(problem)),
+    refuse: (problem) => usageError(flagRefusal("wrap", problem)),
   });
   return checkCombinations({
     policyPath: values["policy"] ?? null,
@@ -122,19 +122,6 @@ function checkCombinations(o: WrapOptions): WrapOptions {
     throw usageError("wrap: --server-id must be 1–256 printable characters");
   }
   return o;
-}
-
-function refusal(problem: FlagProblem): string {
-  switch (problem.kind) {
-    case "unknown_flag":
-      return `wrap: unknown flag --${problem.name}`;
-    case "switch_given_value":
-      return `wrap: --${problem.name} takes no value`;
-    case "value_missing":
-      return `wrap: --${problem.name} needs a value`;
-    case "value_repeated":
-      return `wrap: --${problem.name} given twice`;
-  }
 }
 
 function integerFlag(values: WrapFlagValues, name: "max-message-bytes" | "shutdown-grace-ms", fallback: number, min: number, max: number): number {

@@ -1,16 +1,21 @@
 /**
- * Server → client: forward lines byte-for-byte, drop stdout pollution, hold the cap, and parse only
- * the responses that must be parsed (initialize for the context record, tools/list for pins and
- * hide_denied). Everything else is classified by a top-level scan.
+ * Server → client: forward lines byte-for-byte, drop stdout pollution, refuse what a client's
+ * parser could read otherwise than vigil does, hold the cap, and parse only the responses that must
+ * be parsed (initialize for the context record, tools/list for pins and hide_denied). Everything
+ * else is classified by a walk of its structure that decodes keys and the id (server-frames.ts).
  */
 import { logLine, preview } from "../shared/log.ts";
 import { isRecord } from "../shared/guards.ts";
+import { parseStrictJson } from "../shared/strict-json.ts";
 import { boundedInfo } from "./client-relay.ts";
-import { recoverIdFromHead, recoverIdFromTail } from "../shared/ndjson/message-head.ts";
+import { overCapFacts } from "../shared/ndjson/message-head.ts";
 import { type Frame, joinParts } from "../shared/ndjson/line-splitter.ts";
 import type { PendingRequest, ProxyState } from "./proxy-state.ts";
 import { SERVER_GONE, encodeLine, errorLine } from "./rpc-replies.ts";
-import { scanServerFrame } from "./server-frames.ts";
+import { type ServerFrameInfo, scanServerFrame } from "./server-frames.ts";
+
+/** tools/list results are parsed whole; tool schemas nest, but not without bound. */
+export const TOOLS_LIST_MAX_DEPTH = 128;
 
 interface Completed {
   request: PendingRequest;
@@ -19,41 +24,15 @@ interface Completed {
   pieces: Uint8Array[];
 }
 
+type WholeFrame = Exclude<Frame, { kind: "oversized" }>;
+
 /** Handles the frames of one chunk of server output; resolves once the client has taken them. */
 export async function relayServerFrames(state: ProxyState, frames: Frame[]): Promise<void> {
   const out: Uint8Array[] = [];
   const completed: Completed[] = [];
   for (const frame of frames) {
-    if (frame.kind === "oversized") {
-      const reply = replaceOversized(state, frame.head, frame.tail, frame.length);
-      if (reply) {
-        out.push(...reply.pieces);
-        completed.push(reply);
-      }
-      continue;
-    }
-    if (frame.kind === "parts") {
-      relayLargeLine(state, frame, out, completed);
-      continue;
-    }
-    const info = scanServerFrame(frame.bytes);
-    if (info === null) {
-      if (frame.bytes.length > 0) {
-        state.counts.server_garbage_lines++;
-        logLine(`dropped a non-JSON line from the server's stdout: "${preview(frame.bytes)}"`);
-      }
-      continue;
-    }
-    state.counts.server_messages++;
-    const request = info.kind === "response" && info.idKey !== null ? state.pending.get(info.idKey) : undefined;
-    if (!request) {
-      out.push(frame.withNewline);
-      continue;
-    }
-    state.pending.delete(info.idKey!);
-    const line = inspectResponse(state, request, frame);
-    out.push(line);
-    completed.push({ request, outcome: info.outcome === "error" ? "error" : "response", pieces: [line] });
+    const reply = frame.kind === "oversized" ? relayed(out, replaceOversized(state, frame.head, frame.tail, frame.length)) : relayFrame(state, frame, out);
+    if (reply) completed.push(reply);
   }
   if (out.length === 0) return;
   await state.client.write(out);
@@ -67,15 +46,81 @@ export async function relayServerFrames(state: ProxyState, frames: Frame[]): Pro
   if (completed.some((c) => c.request.inSession)) state.evidence.writeContext();
 }
 
-/** Parses the few responses vigil must understand; returns the bytes to forward. */
-function inspectResponse(state: ProxyState, request: PendingRequest, frame: Extract<Frame, { kind: "line" }>): Uint8Array {
-  if (request.method !== "initialize" && request.method !== "tools/list") return frame.withNewline;
-  let message: unknown;
-  try {
-    message = JSON.parse(Buffer.from(frame.bytes.buffer, frame.bytes.byteOffset, frame.bytes.byteLength).toString("utf8"));
-  } catch {
-    return frame.withNewline;
+/**
+ * One complete line (contiguous, or the pieces of a large one, walked without joining them):
+ * pushes what the client gets onto `out`; returns the request it completes, if any.
+ */
+function relayFrame(state: ProxyState, frame: WholeFrame, out: Uint8Array[]): Completed | null {
+  const pieces = frame.kind === "parts" ? frame.parts : [frame.withNewline];
+  const info = scanServerFrame(pieces);
+  if (info === null) {
+    const first = frame.kind === "parts" ? frame.parts[0]! : frame.bytes;
+    if (first.length > 0) {
+      state.counts.server_garbage_lines++;
+      logLine(`dropped a non-JSON line from the server's stdout: "${preview(first)}"`);
+    }
+    return null;
   }
+  const request = info.kind === "response" && info.idKey !== null ? state.pending.get(info.idKey) : undefined;
+  if (info.refused) return relayed(out, refuseLine(state, info, request));
+  state.counts.server_messages++;
+  if (!request) {
+    out.push(...pieces);
+    return null;
+  }
+  state.pending.delete(info.idKey!);
+  const outcome = info.outcome === "error" ? "error" : "response";
+  if (request.method !== "initialize" && request.method !== "tools/list") {
+    out.push(...pieces);
+    return { request, outcome, pieces };
+  }
+  const inspected = inspectResponse(state, request, frame.kind === "parts" ? joinParts(frame) : frame);
+  if (typeof inspected === "string") return relayed(out, refusal(request, inspected));
+  out.push(inspected);
+  return { request, outcome, pieces: [inspected] };
+}
+
+function relayed(out: Uint8Array[], reply: Completed | null): Completed | null {
+  if (reply) out.push(...reply.pieces);
+  return reply;
+}
+
+const REFUSAL_TEXT: Record<NonNullable<ServerFrameInfo["refused"]>, string> = {
+  duplicate_key: "a key appears twice in one object",
+  too_deep: "nested too deeply",
+};
+
+/**
+ * A server line a client's parser could read otherwise than vigil did (wrap.md §10, as for client
+ * lines): never forwarded; the request it answers, if any, gets an error instead. The log line does
+ * not echo content (a duplicated key may be anything the server wrote).
+ */
+function refuseLine(state: ProxyState, info: ServerFrameInfo, request: PendingRequest | undefined): Completed | null {
+  state.counts.server_garbage_lines++;
+  const why = REFUSAL_TEXT[info.refused!];
+  logLine(`refused a message from the server's stdout (${why})${request ? "; answering its request with an error" : "; dropped"}`);
+  if (!request) return null;
+  state.pending.delete(info.idKey!);
+  return refusal(request, why);
+}
+
+function refusal(request: PendingRequest, why: string): Completed {
+  return { request, outcome: "error", pieces: [errorLine(request.id, SERVER_GONE, `vigil: the server's response was refused: ${why}`)] };
+}
+
+/**
+ * Parses the few responses vigil must understand, strictly and decoded as the client reads them;
+ * returns the bytes to forward, or why a tools/list response is refused: vigil forwards no listing
+ * it could not check for pins and hide_denied.
+ */
+function inspectResponse(state: ProxyState, request: PendingRequest, frame: Extract<Frame, { kind: "line" }>): Uint8Array | string {
+  const parsed = parseStrictJson(frame.bytes, { maxDepth: TOOLS_LIST_MAX_DEPTH });
+  if (!parsed.ok) {
+    if (request.method !== "tools/list") return frame.withNewline;
+    logLine(`refused the server's tools/list response: ${parsed.message}`);
+    return `not strict JSON (${parsed.fault})`;
+  }
+  const message = parsed.value;
   const result = isRecord(message) ? message.result : undefined;
   if (!isRecord(result)) return frame.withNewline;
   if (request.method === "initialize") {
@@ -92,76 +137,19 @@ function inspectResponse(state: ProxyState, request: PendingRequest, frame: Extr
   return encodeLine({ ...(message as Record<string, unknown>), result: { ...result, tools: visible } });
 }
 
-/** An over-cap server line: an error to the request it answers, otherwise dropped. */
+/**
+ * An over-cap server line: an error to the request it answers, otherwise dropped. Its bounded ends
+ * are read decoded; a head that shows a method is a request or notification, never an answer.
+ */
 function replaceOversized(state: ProxyState, head: Uint8Array, tail: Uint8Array, length: number): Completed | null {
   state.counts.oversized++;
-  const id = recoverIdFromTail(tail) ?? recoverIdFromHead(head);
-  const key = id === null ? null : JSON.stringify(id);
+  const facts = overCapFacts(head, tail);
+  const key = facts.id === null || facts.hasMethod ? null : JSON.stringify(facts.id);
   const request = key === null ? undefined : state.pending.get(key);
   logLine(`server sent a ${length}-byte message (cap ${state.maxMessageBytes})${request ? "; answering its request with an error" : "; dropped"}`);
   if (!request) return null;
   state.pending.delete(key!);
   return { request, outcome: "error", pieces: [errorLine(request.id, SERVER_GONE, `response larger than ${state.maxMessageBytes} bytes`)] };
-}
-
-/**
- * A line of LARGE_LINE_BYTES or more that spanned several reads: relayed as its pieces without
- * joining them. Its kind and id come from its ends: an object ({…}), whose top-level id is the last
- * member ({"result":…,"id":7}, as most serializers write it) or the first ({"jsonrpc":"2.0","id":7,…}).
- * A multi-megabyte line is taken to be a result, not an error. initialize and tools/list responses
- * are still parsed whole.
- */
-function relayLargeLine(state: ProxyState, frame: Extract<Frame, { kind: "parts" }>, out: Uint8Array[], completed: Completed[]): void {
-  const { parts } = frame;
-  if (firstNonWs(parts) !== 0x7b || lastNonWs(parts) !== 0x7d) {
-    state.counts.server_garbage_lines++;
-    logLine(`dropped a non-JSON line from the server's stdout: "${preview(parts[0]!)}"`);
-    return;
-  }
-  const id = recoverIdFromTail(tailOf(parts)) ?? recoverIdFromHead(parts[0]!);
-  const key = id === null ? null : JSON.stringify(id);
-  const request = key === null ? undefined : state.pending.get(key);
-  if (request && (request.method === "initialize" || request.method === "tools/list")) {
-    const line = joinParts(frame);
-    const info = scanServerFrame(line.bytes);
-    if (info !== null) {
-      state.counts.server_messages++;
-      state.pending.delete(key!);
-      const bytes = inspectResponse(state, request, line);
-      out.push(bytes);
-      completed.push({ request, outcome: info.outcome === "error" ? "error" : "response", pieces: [bytes] });
-      return;
-    }
-  }
-  state.counts.server_messages++;
-  out.push(...parts);
-  if (!request) return;
-  state.pending.delete(key!);
-  completed.push({ request, outcome: "response", pieces: parts });
-}
-
-function firstNonWs(parts: Uint8Array[]): number | undefined {
-  for (const part of parts) for (const b of part) if (b !== 0x20 && b !== 0x09 && b !== 0x0a && b !== 0x0d) return b;
-  return undefined;
-}
-
-function lastNonWs(parts: Uint8Array[]): number | undefined {
-  for (let i = parts.length - 1; i >= 0; i--) {
-    const part = parts[i]!;
-    for (let j = part.length - 1; j >= 0; j--) {
-      const b = part[j]!;
-      if (b !== 0x20 && b !== 0x09 && b !== 0x0a && b !== 0x0d) return b;
-    }
-  }
-  return undefined;
-}
-
-/** The last 4 KiB of a line held as pieces. */
-function tailOf(parts: Uint8Array[]): Uint8Array {
-  const last = parts[parts.length - 1]!;
-  if (last.length >= 4096 || parts.length === 1) return last.subarray(Math.max(0, last.length - 4096));
-  const prev = parts[parts.length - 2]!;
-  return Buffer.concat([prev.subarray(Math.max(0, prev.length - (4096 - last.length))), last]);
 }
 
 export type { PendingRequest };

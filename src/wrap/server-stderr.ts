@@ -3,6 +3,7 @@
  * shown on vigil's stderr. Writes are synchronous so the file is complete when the pump ends.
  */
 import { closeSync, constants, fsyncSync, openSync, writeSync } from "node:fs";
+import { writeErrorText } from "../evidence/write-error.ts";
 import { logLine } from "../shared/log.ts";
 
 export async function teeServerStderr(stream: ReadableStream<Uint8Array>, path: string): Promise<void> {
@@ -18,7 +19,7 @@ export async function teeServerStderr(stream: ReadableStream<Uint8Array>, path: 
           writeAll(fd, value);
         } catch (e) {
           fileOk = false;
-          logLine(`cannot keep the server's stderr in ${path}: ${String(e)}`);
+          logLine(`cannot keep the server's stderr: ${writeErrorText(e, path)}`);
         }
       }
       try {

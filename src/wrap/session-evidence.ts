@@ -7,6 +7,7 @@ import { type DecisionFields, DecisionRecorder } from "../evidence/decision-reco
 import { EvidenceLog } from "../evidence/evidence-log.ts";
 import { contextEventId } from "../evidence/format.ts";
 import { writeRecordFile } from "../evidence/record-file.ts";
+import { writeErrorText } from "../evidence/write-error.ts";
 import {
   type ContextData,
   type Counts,
@@ -18,7 +19,7 @@ import {
   stopEvent,
 } from "../evidence/records.ts";
 import { VERSION } from "../shared/build-info.ts";
-import { VigilError, errnoCode, errorMessage } from "../shared/errors.ts";
+import { VigilError, errorMessage } from "../shared/errors.ts";
 import { logLine } from "../shared/log.ts";
 import type { SweepResult } from "../shared/process-group.ts";
 import type { OutputPlan } from "./output-plan.ts";
@@ -48,7 +49,8 @@ export class SessionEvidence {
   private decisions: DecisionRecorder | null = null;
   private receiptSeq = 0;
   private contextId: string | null = null;
-  /** Failures of requested writers, one line each (reported on stderr, and exit 3). */
+  private contextAttempted = false;
+  /** The requested outputs that failed, by name (each reported on stderr once, when it failed; exit 3). */
   readonly failures: string[] = [];
   private handshake: HandshakeInfo = { protocol_version: null, client_info: null, server_info: null };
 
@@ -60,8 +62,10 @@ export class SessionEvidence {
   /** Opens the NDJSON writers (exclusive create unless append mode). Throws a usage error. */
   openLogs(): void {
     const dl = this.plan.decisionLog;
+    let opening = "";
     try {
       if (dl) {
+        opening = dl.path;
         const options = {
           syncEachLine: this.meta.decisionLogFsync,
           ...(this.meta.decisionLogFaultBytes === undefined ? {} : { failAfterBytes: this.meta.decisionLogFaultBytes }),
@@ -71,10 +75,13 @@ export class SessionEvidence {
           this.decisions = new DecisionRecorder(this.decisionLog, this.meta.eventSource, this.meta.policyDigest, this.meta.dryRun);
         }
       }
-      if (this.plan.receipts) this.receipts = EvidenceLog.createNew(this.plan.receipts);
+      if (this.plan.receipts) {
+        opening = this.plan.receipts;
+        this.receipts = EvidenceLog.createNew(this.plan.receipts);
+      }
     } catch (e) {
       this.decisionLog?.close();
-      throw new VigilError("output_path_invalid", `wrap: cannot create evidence file: ${errnoCode(e) ?? ""} ${errorMessage(e)}`);
+      throw new VigilError("output_path_invalid", `wrap: cannot create evidence file: ${writeErrorText(e, opening)}`);
     }
   }
 
@@ -125,7 +132,7 @@ export class SessionEvidence {
 
   /** Writes the context record once (after the first relayed response, or at the latest before the stop). */
   writeContext(): void {
-    if (this.contextId !== null || !this.plan.context || this.sessionId === null || this.meta.eventSource === null) return;
+    if (this.contextAttempted || !this.plan.context || this.sessionId === null || this.meta.eventSource === null) return;
     const data: ContextData = {
       session_id: this.sessionId,
       server_id: this.meta.serverId,
@@ -143,14 +150,15 @@ export class SessionEvidence {
         session_stop: this.plan.stop !== null,
       },
     };
-    const id = contextEventId(this.sessionId);
-    this.contextId = id; // once attempted, never retried: a second record would contradict the first
+    // Once attempted, never retried: the failure stands (the gate is closed, exit 3) and the stop
+    // record says there is no context record (session_context_id null). A failed attempt removed
+    // the file it created (record-file.ts), so nothing of ours is left at the path.
+    this.contextAttempted = true;
     try {
       writeRecordFile(this.plan.context, contextEvent(this.meta.eventSource, data));
+      this.contextId = contextEventId(this.sessionId);
     } catch (e) {
-      this.contextId = null;
-      this.failures.push(`session context: ${errorMessage(e)}`);
-      logLine(`evidence: cannot write the session context record: ${errorMessage(e)}`);
+      this.reportFailure("session context", `cannot write the session context record: ${errorMessage(e)}`);
     }
   }
 
@@ -162,7 +170,7 @@ export class SessionEvidence {
     this.decisionLog?.close();
     this.receipts?.close();
     for (const [name, log] of [["decision log", this.decisionLog], ["receipts", this.receipts]] as const) {
-      if (log?.poisoned && !this.failures.some((f) => f.startsWith(name))) this.noteFailure(name, log);
+      if (log?.poisoned) this.noteFailure(name, log);
     }
     if (this.sessionId === null) return;
     this.writeContext();
@@ -188,15 +196,19 @@ export class SessionEvidence {
     try {
       writeRecordFile(this.plan.stop, record);
     } catch (e) {
-      this.failures.push(`session stop: ${errorMessage(e)}`);
-      logLine(`evidence: cannot write the session stop record: ${errorMessage(e)}`);
+      this.reportFailure("session stop", `cannot write the session stop record: ${errorMessage(e)}`);
     }
   }
 
+  /** One stderr line per failed output, when it fails; the summary at exit names the outputs only. */
+  reportFailure(name: string, line: string): void {
+    if (this.failures.includes(name)) return;
+    this.failures.push(name);
+    logLine(`evidence: ${line}`);
+  }
+
   private noteFailure(name: string, log: EvidenceLog): void {
-    if (this.failures.some((f) => f.startsWith(name))) return;
-    this.failures.push(`${name}: ${log.failure}`);
-    logLine(`evidence: ${name} writer stopped (${log.failure}); ${log.written} written, later records are dropped and counted`);
+    this.reportFailure(name, `${name} writer stopped: ${log.failure}; ${log.written} written, later records are dropped and counted`);
   }
 }
 

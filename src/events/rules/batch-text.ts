@@ -63,6 +63,11 @@ function gapText({ server, name, event }: BatchEntry): string {
     const id = typeof event.eventId === "string" && event.eventId !== "" ? prose(event.eventId) : "unknown";
     return `[gap] ${what} ${where} (event id ${id}) was larger than the message-size limit and was dropped unread. ${RECHECK}`;
   }
+  if (event.reason === "invalid_event") {
+    const id = typeof event.eventId === "string" && event.eventId !== "" ? prose(event.eventId) : "unknown";
+    const why = typeof event.problem === "string" && event.problem !== "" ? `: ${prose(event.problem)}` : "";
+    return `[gap] An event ${where} (event id ${id}) could not be accepted and was skipped${why}. ${RECHECK}`;
+  }
   return `[gap] Events ${where} may have been missed (${gapReason(event.reason)}). ${RECHECK}`;
 }
 

@@ -2,7 +2,7 @@
  * The rules of one `events/poll` loop: reading a result tolerantly, choosing the wait before the
  * next poll, adopting cursors, and backing off after failures.
  */
-import { isRecord } from "../../shared/guards.ts";
+import { type OccurrenceCheck, checkOccurrence, isStorableCursor, OCCURRENCE_LIMITS } from "./occurrence.ts";
 
 /** A server may not hand us an unbounded page; past this the result is refused, not truncated. */
 export const MAX_EVENTS_PER_PAGE = 10_000;
@@ -14,16 +14,16 @@ export const DEFAULT_NEXT_POLL_MS = 30_000;
 export const MAX_NEXT_POLL_MS = 3_600_000;
 
 export interface PollPage {
-  /** The occurrences, in order: each one a JSON object (not yet checked further). */
-  events: Record<string, unknown>[];
-  /** The position after this page; null when the server sent none (nothing to persist). */
+  /** The occurrences, in order, each checked once (occurrence.ts): accepted, or to be reported as a gap. */
+  entries: OccurrenceCheck[];
+  /** The position after this page; null when the server sent none (nothing to persist) or one we cannot store. */
   cursor: string | null;
+  /** The server's cursor was a string too long to store (its length); the position then stays where it was. */
+  refusedCursorChars: number | null;
   hasMore: boolean;
   /** The server skipped events (retention, maxAgeMs, a ceiling): a possible gap. */
   truncated: boolean;
   nextPollMs: number | null;
-  /** Entries of `events` that were not objects and were left out. */
-  skipped: number;
 }
 
 export function parsePollResult(result: unknown): PollPage | { error: string } {
@@ -34,20 +34,16 @@ export function parsePollResult(result: unknown): PollPage | { error: string } {
   if (r.events.length > MAX_EVENTS_PER_PAGE) {
     return { error: `the poll result carries ${r.events.length} events (at most ${MAX_EVENTS_PER_PAGE} are accepted)` };
   }
-  const events: Record<string, unknown>[] = [];
-  let skipped = 0;
-  for (const event of r.events) {
-    if (isRecord(event)) events.push(event);
-    else skipped++;
-  }
+  // Not an object, too deep, an over-long id…: each is kept in its place, to be reported there.
+  const entries = r.events.map(checkOccurrence);
   // truncated, hasMore and nextPollMs appear in every example but no text makes them required.
   return {
-    events,
-    cursor: typeof r.cursor === "string" ? r.cursor : null,
+    entries,
+    cursor: isStorableCursor(r.cursor) ? r.cursor : null,
+    refusedCursorChars: typeof r.cursor === "string" && r.cursor.length > OCCURRENCE_LIMITS.cursorChars ? r.cursor.length : null,
     hasMore: r.hasMore === true,
     truncated: r.truncated === true,
     nextPollMs: typeof r.nextPollMs === "number" && Number.isFinite(r.nextPollMs) && r.nextPollMs >= 0 ? r.nextPollMs : null,
-    skipped,
   };
 }
 
@@ -69,12 +65,18 @@ export function nextPollDelayMs({ hasMore, newEvents, nextPollMs, floorMs, defau
 }
 
 /**
- * The cursor to persist after a poll result. Every string replaces the old one; null, absent or
- * garbage means "nothing to persist", so the current cursor stays. A cursor is never made up from
- * anything else (an eventId is not a position).
+ * The cursor to persist after a poll result or a notification. Every string we can store replaces
+ * the old one; null, absent, garbage or a string over OCCURRENCE_LIMITS.cursorChars means "nothing
+ * to persist", so the current cursor stays (storing an over-long one would fail every later write).
+ * A cursor is never made up from anything else (an eventId is not a position).
  */
 export function adoptCursor(current: string | null, received: unknown): string | null {
-  return typeof received === "string" ? received : current;
+  return isStorableCursor(received) ? received : current;
+}
+
+/** The status text for a cursor that was not adopted because it is too long to store. */
+export function refusedCursorText(chars: number): string {
+  return `the server sent a cursor of ${chars} characters (at most ${OCCURRENCE_LIMITS.cursorChars} are stored); keeping the previous position`;
 }
 
 /** 1 s, 2 s, 4 s, … capped at `capMs`; `attempt` counts from 0. */

@@ -23,8 +23,9 @@ export type EventsStoreErrorKind =
 const BASE_REASON: Record<EventsStoreErrorKind, StateErrorReason> = {
   snapshot_invalid: "file_unreadable",
   file_refused: "file_unreadable",
-  // not "transcript_failed": that one tells a session its transcript is latched dead
-  write_failed: "file_unreadable",
+  // not "transcript_failed" (that one tells a session its transcript is latched dead), and not
+  // "file_unreadable": a failed write is no damaged file, it exits 3, not 2
+  write_failed: "write_failed",
   invalid_argument: "invalid_argument",
   closed: "invalid_argument",
 };

@@ -18,6 +18,7 @@ import { writeFileAtomic } from "../../shared/durable/atomic-file.ts";
 import { GroupCommit } from "../../shared/durable/group-commit.ts";
 import type { PendingEntry } from "../types.ts";
 import { EventsStoreError } from "./errors.ts";
+import { sweepTemps } from "./files.ts";
 import { type Fault, LogFile, type WriteCounters } from "./log-file.ts";
 import { asEntry, type LiveEntry, liveEntry, logPath, replayLog, serializeAdd, serializeDone } from "./pending-log.ts";
 import {
@@ -115,11 +116,13 @@ export class EventsStore {
    * Loads the snapshot and the log if they exist (creating nothing). A torn log tail is cut back
    * and synced before this returns; unparseable log lines are skipped and counted. An invalid
    * snapshot, or a log that is a symlink or over its bound, is refused with an EventsStoreError.
+   * Temp files of snapshot and log rewrites that a crash left behind are removed first.
    */
   static async open(dir: string, options: EventsStoreOptions): Promise<EventsStore> {
     for (const [name, value] of [["maxPending", options.maxPending], ["maxPendingBytes", options.maxPendingBytes]] as const) {
       if (!Number.isSafeInteger(value) || value < 1) throw new EventsStoreError("invalid_argument", `${name} must be a positive integer`);
     }
+    await sweepTemps(dir);
     const snapshot = readSnapshotFile(dir);
     const counters: WriteCounters = { logAppends: 0, logSyncs: 0, snapshots: 0, compactions: 0, logBytes: 0 };
     const replayed = await replayLog(dir, maxLogFileBytes(options.maxPendingBytes), () => counters.logSyncs++);

@@ -117,8 +117,13 @@ export async function replayLog(dir: string, maxFileBytes: number, onSync: () =>
       return true;
     });
     if (state.goodEnd < st.size) {
-      await handle.truncate(state.goodEnd);
-      await handle.datasync();
+      // Cutting the torn tail is a write: its failure (ENOSPC, EIO) is no damaged file (exit 3, not 2).
+      await Promise.resolve()
+        .then(() => handle.truncate(state.goodEnd))
+        .then(() => handle.datasync())
+        .catch((e: unknown) => {
+          throw new EventsStoreError("write_failed", `events log ${path}: cannot cut its torn tail: ${errorMessage(e)}`, { cause: e });
+        });
       onSync();
     }
     const live = new Map([...found.entries()].sort(([a], [b]) => a - b));

@@ -121,6 +121,21 @@ export function keyProblem(key: string): string | null {
 }
 
 /**
+ * Why a runtime subscription with this key and spec could not be stored, or null when it can: the
+ * check `mcp_events_subscribe` makes before anything is started, so a request we could never
+ * persist is refused up front instead of running unstored (the answer names the problem).
+ */
+export function runtimeSpecProblem(key: string, spec: SubscriptionSpec): string | null {
+  if (typeof key === "string" && key.length > SNAPSHOT_LIMITS.keyChars) {
+    return `the subscription key (server, name and canonical arguments) is ${key.length} characters long; at most ${SNAPSHOT_LIMITS.keyChars} can be stored`;
+  }
+  const problem = keyProblem(key);
+  if (problem !== null) return problem;
+  const r = v.safeParse(RecordSchema, { cursor: null, recent: [], runtime: spec });
+  return r.success ? null : `the subscription cannot be stored: ${describe(r.issues)}`;
+}
+
+/**
  * A private, validated copy of a record with `recent` trimmed to the newest entries; throws
  * invalid_argument naming the problem (never the value).
  */

@@ -33,6 +33,12 @@ export interface HostedSubscription {
   readonly up: boolean;
   /** Called by the delivery loops on every sign of life. */
   markUp(mode: EventDelivery): void;
+  /**
+   * Called by the delivery loops once a page or run is stored and the cursor moved past it: a
+   * subscription that came up without a position announces `subscribed` only once the first one is
+   * durable (never rejects; a failed write is reported and the next call tries again).
+   */
+  stored(): Promise<void>;
 }
 
 export interface SubscriptionHost {

@@ -4,8 +4,10 @@
  *
  * - Notifications are handled in runs (whatever is queued); each run is committed before the
  *   cursor moves past it, so a push cursor is saved only after the records of its events.
- * - `active` (ready; `truncated` → gap), `event` (deliver; an over-cap stand-in → `oversized` gap,
- *   no reconnect), `heartbeat` (cursor), `error` (status frame, the stream stays), `terminated`
+ * - `active` (ready; `truncated` → gap), `event` (checked once, rules/occurrence.ts: deliver, or
+ *   an `invalid_event` gap, or an `oversized` one when it would not fit a frame; an over-cap
+ *   stand-in → `oversized` gap; no reconnect either way, and
+ *   the event's cursor, when it is one we can store, moves past it), `heartbeat` (cursor), `error` (status frame, the stream stays), `terminated`
  *   (thrown as EventsTerminated: the caller decides what ending means).
  * - Idle watchdog: nothing for VIGIL_EVENTS_STREAM_IDLE_MS → cancel and reconnect from the cursor.
  * - A full queue or an overflowing stream buffer → drain what arrived before it, cancel, reconnect
@@ -13,8 +15,8 @@
  */
 import { errorMessage } from "../../shared/errors.ts";
 import { EventsRpcError } from "../rules/errors.ts";
+import { checkOccurrence, isStorableCursor, reportableEventId, seenKeyOf } from "../rules/occurrence.ts";
 import { adoptCursor, backoffMs } from "../rules/poll-rules.ts";
-import type { EventOccurrence } from "../types.ts";
 import type { PushStream, StreamNotification } from "../wire/push-stream.ts";
 import type { HostedSubscription, SubscriptionHost } from "./host.ts";
 import { abortableSleep } from "./sleep.ts";
@@ -87,6 +89,7 @@ async function consume(host: SubscriptionHost, sub: HostedSubscription, stream: 
         host.persist(sub);
       }
     }
+    await sub.stored();
     if (outcome.terminated) throw outcome.terminated;
     if (outcome.full) {
       host.status(sub, { kind: "error", error: "the pending queue is full; reconnecting from the cursor when there is room", retry_in_ms: 1000 });
@@ -107,34 +110,42 @@ interface RunOutcome {
 function handleRun(host: SubscriptionHost, sub: HostedSubscription, run: StreamNotification[]): RunOutcome {
   const out: RunOutcome = { cursor: { set: false, value: null }, full: false, terminated: null };
   const take = (cursor: unknown) => {
-    if (typeof cursor === "string") out.cursor = { set: true, value: cursor };
+    if (isStorableCursor(cursor)) out.cursor = { set: true, value: cursor };
   };
   for (const { method, params } of run) {
     switch (method) {
       case "notifications/events/active":
         sub.markUp("push");
         if (params.truncated === true) {
-          if (!host.gap(sub, { gap: true, cursor: stringOrNull(params.cursor), reason: "truncated", eventId: null })) return { ...out, full: true };
+          if (!host.gap(sub, { gap: true, cursor: cursorOrNull(params.cursor), reason: "truncated", eventId: null })) return { ...out, full: true };
         }
         take(params.cursor);
         break;
       case "notifications/events/event": {
         sub.markUp("push");
         if (params.$oversized === true) {
+          const seenKey = seenKeyOf(params.eventId);
           const notice = {
             gap: true as const,
-            cursor: stringOrNull(params.cursor),
+            cursor: cursorOrNull(params.cursor),
             reason: "oversized",
-            eventId: stringOrNull(params.eventId),
+            eventId: reportableEventId(params.eventId),
             ...(params.$ambiguous === true ? { possibly_not_an_event: true } : {}),
             ...(typeof params.$dropped_id === "string" ? { dropped_id: params.$dropped_id } : {}),
+            ...(seenKey !== null ? { seen_key: seenKey } : {}),
           };
           if (!host.gap(sub, notice)) return { ...out, full: true };
           take(params.cursor);
           break;
         }
         const { _meta: _ignored, ...occurrence } = params;
-        if (host.accept(sub, occurrence as EventOccurrence, "push") === "full") return { ...out, full: true };
+        const check = checkOccurrence(occurrence);
+        if (check.ok) {
+          if (host.accept(sub, check.occurrence, "push") === "full") return { ...out, full: true };
+        } else {
+          const notice = { gap: true as const, cursor: cursorOrNull(params.cursor), reason: check.reason, eventId: check.eventId, problem: check.problem };
+          if (!host.gap(sub, { ...notice, ...(check.seenKey !== null ? { seen_key: check.seenKey } : {}) })) return { ...out, full: true };
+        }
         take(params.cursor);
         break;
       }
@@ -159,6 +170,6 @@ function handleRun(host: SubscriptionHost, sub: HostedSubscription, run: StreamN
   return out;
 }
 
-function stringOrNull(v: unknown): string | null {
-  return typeof v === "string" ? v : null;
+function cursorOrNull(v: unknown): string | null {
+  return isStorableCursor(v) ? v : null;
 }

@@ -14,9 +14,12 @@
  *   always resubscribed; each comeback sends `resubscribed` and tells the model events may have
  *   been missed.
  * A runtime subscription's first failure fails its `mcp_events_subscribe` (see `ready`).
+ * `subscribed` (and `ready`) promise that what follows is not lost: a subscription without a
+ * position announces it only once the first position is durable (`stored`; issue 11 item 10).
  * Where it stands is one value, its phase (phase.ts: starting, up, retrying, refused, stopped,
  * terminated); the loops see it through `HostedSubscription` (host.ts).
  */
+import { errorMessage } from "../../shared/errors.ts";
 import type { SubscriptionStatus } from "../frames.ts";
 import { EventsRpcError, classifyEventsError, describeRpcError, toEventsRpcError } from "../rules/errors.ts";
 import { chooseDeliveryMode } from "../rules/negotiate.ts";
@@ -47,6 +50,8 @@ export class Subscription implements HostedSubscription {
   duplicates = 0;
   private current: Phase = STARTING;
   private rediscoveries = 0;
+  /** Up without a position: `subscribed` waits for the first stored one (see `stored`). */
+  private announcing = false;
   private readonly controller = new AbortController();
   private loop: Promise<void> | null = null;
   private settleReady!: (error: Error | null) => void;
@@ -108,15 +113,39 @@ export class Subscription implements HostedSubscription {
     // The loops end before a stop or a retirement returns, so a final phase never comes back up.
     if (before.kind === "up" || isFinal(before)) return;
     this.current = { kind: "up", since: this.now() };
-    this.settleReady(null);
     // Back after the server ended it: events may have been missed. Back after a transient failure
     // (the cursor held): just up again.
     if (isComeback(before)) {
+      this.settleReady(null);
       this.host.status(this, { kind: "resubscribed" });
       this.host.gap(this, { gap: true, cursor: this.cursor, reason: "resubscribed", eventId: null });
+    } else if (this.cursor !== null && !this.announcing) {
+      // A position is stored already: it came from the snapshot, or an earlier announcement waited
+      // for the first one (every later cursor is at or past it), so a crash resumes at or before here.
+      // One still waiting for its first position to be stored goes on waiting.
+      this.announce();
     } else {
-      this.host.status(this, { kind: "subscribed", subscription: this.status() });
+      // The server's first answer gives the position. Announced before it is stored, a kill -9 would
+      // restart from "now" and skip what came in between, unnoticed.
+      this.announcing = true;
     }
+  }
+
+  async stored(): Promise<void> {
+    if (!this.announcing) return;
+    try {
+      await this.host.commit();
+    } catch (e) {
+      this.host.status(this, { kind: "error", error: `could not store the starting position (not announced yet): ${errorMessage(e)}` });
+      return;
+    }
+    if (this.announcing && this.current.kind === "up") this.announce();
+  }
+
+  private announce(): void {
+    this.announcing = false;
+    this.settleReady(null);
+    this.host.status(this, { kind: "subscribed", subscription: this.status() });
   }
 
   status(): SubscriptionStatus {

@@ -21,7 +21,9 @@ import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { McpServerPool } from "../../mcp/server-pool.ts";
 import type { EventsServerConfig } from "../config.ts";
 import { errorMessage } from "../../shared/errors.ts";
+import { scrubText, scrubValue } from "../../shared/scrub.ts";
 import { eventsCapability } from "../rules/capability.ts";
+import { boundText, boundValue } from "../rules/server-text.ts";
 import { EventsRpcError } from "../rules/errors.ts";
 import { SUBSCRIPTION_ID_META } from "../../shared/ndjson/message-head.ts";
 import { PushStream, type StreamNotification } from "./push-stream.ts";
@@ -117,7 +119,8 @@ export class ServerEvents {
         const delivery = Array.isArray((d as { delivery?: unknown }).delivery)
           ? ((d as { delivery: unknown[] }).delivery.filter((m) => typeof m === "string") as string[])
           : [];
-        events.push({ ...(d as Record<string, unknown>), name: (d as { name: string }).name, delivery });
+        // The name goes into refusals ("it offers: …"); one longer than the cut matches no subscription anyway.
+        events.push({ ...(d as Record<string, unknown>), name: boundText((d as { name: string }).name), delivery });
       }
       const next = (result as { nextCursor?: unknown }).nextCursor;
       if (typeof next !== "string" || next === "" || seen.has(next)) break;
@@ -166,7 +169,7 @@ export class ServerEvents {
       .request({ method: "events/stream", params: requestParams }, ResultSchema, { signal: controller.signal, timeout: NO_TIMEOUT_MS })
       .then(
         () => stream.finish({ kind: "final" }),
-        (e) => stream.finish(endOf(e, controller.signal.aborted, (text) => this.pool.scrub(this.server, text))),
+        (e) => stream.finish(endOf(e, controller.signal.aborted)),
       );
     if (id === null) {
       // The transport never saw the request (not connected): nothing will be routed to it.
@@ -191,10 +194,9 @@ export class ServerEvents {
       const result = await client.request({ method, params }, ResultSchema, { timeout, ...(signal ? { signal } : {}) });
       return result as Record<string, unknown>;
     } catch (e) {
-      // Server and transport messages reach frames and logs: no header value or URL secret may.
-      const scrub = (text: string) => this.pool.scrub(this.server, text);
-      if (e instanceof McpError) throw new EventsRpcError(e.code, scrub(stripPrefix(e.message)), e.data);
-      throw new EventsRpcError(-32603, scrub(errorMessage(e)), undefined);
+      // Server and transport messages, and the error's data, reach frames, logs and state: no secret may.
+      if (e instanceof McpError) throw new EventsRpcError(e.code, serverText(stripPrefix(e.message)), serverValue(e.data));
+      throw new EventsRpcError(-32603, serverText(errorMessage(e)), undefined);
     }
   }
 
@@ -222,7 +224,9 @@ export class ServerEvents {
   }
 
   private route(notification: StreamNotification): void {
-    const params = (notification.params ?? {}) as Record<string, unknown>;
+    const raw = (notification.params ?? {}) as Record<string, unknown>;
+    // An error or termination notice carries server text into frames and logs: scrubbed and cut here (event payloads stay verbatim).
+    const params = notification.method !== "notifications/events/event" && "error" in raw ? { ...raw, error: serverValue(raw.error) } : raw;
     const meta = params._meta as Record<string, unknown> | undefined;
     const routing = meta?.[SUBSCRIPTION_ID_META] ?? params.requestId;
     if (typeof routing === "string" || typeof routing === "number") {
@@ -238,12 +242,25 @@ export class ServerEvents {
   }
 }
 
-function endOf(e: unknown, aborted: boolean, scrub: (text: string) => string) {
+function endOf(e: unknown, aborted: boolean) {
   if (aborted) return { kind: "closed" as const, reason: "cancelled" };
   if (e instanceof McpError && e.code !== -32000 && e.code !== -32001) {
-    return { kind: "rpc_error" as const, code: e.code, message: scrub(stripPrefix(e.message)), data: e.data };
+    return { kind: "rpc_error" as const, code: e.code, message: serverText(stripPrefix(e.message)), data: serverValue(e.data) };
   }
-  return { kind: "closed" as const, reason: scrub(errorMessage(e)) };
+  return { kind: "closed" as const, reason: serverText(errorMessage(e)) };
+}
+
+/**
+ * Text from the server or its transport, as it may go on: secrets scrubbed, then cut to a bounded
+ * length (rules/server-text.ts). The one way such text enters the events client.
+ */
+function serverText(text: string): string {
+  return boundText(scrubText(text));
+}
+
+/** A server's `error` object or error `data`, the same way (every string in it, and its size). */
+function serverValue(value: unknown): unknown {
+  return boundValue(scrubValue(value));
 }
 
 /** The SDK prefixes "MCP error <code>: " to server messages; the code is reported separately. */

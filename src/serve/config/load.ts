@@ -6,7 +6,9 @@
  *
  * Every failure is a VigilError("config_invalid") (exit 2), one line per problem:
  * `config <file>: mcp_servers[1].events[0].delivery: expected "poll" | "push" | "webhook"`.
- * No message contains a secret (see issues.ts and redact.ts).
+ * No message contains a secret (see issues.ts and redact.ts). Once loaded, the config's secrets
+ * and the model's API key are registered with the process-wide scrubber (shared/scrub.ts) before
+ * anything is started, so no later message, frame or log line carries them either.
  */
 import { open, stat } from "node:fs/promises";
 import { dirname, isAbsolute, resolve } from "node:path";
@@ -20,7 +22,8 @@ import { modelApiKeyVariable } from "../models/registry.ts";
 import type { Env } from "./env.ts";
 import { expandConfig } from "./expand.ts";
 import { configError, formatIssue } from "../../shared/issues.ts";
-import { registerSecretPaths } from "./redact.ts";
+import { registerSecrets } from "../../shared/scrub.ts";
+import { registerSecretPaths, secretValues } from "./redact.ts";
 import { CONFIG_LIMITS, RawServeConfigSchema, ServeConfigSchema, type ServeConfig } from "./schema.ts";
 
 export type { Env } from "./env.ts";
@@ -48,7 +51,10 @@ export function resolveConfigPath(flag: string | undefined, env: Env = process.e
 /** Reads and validates the config file. Throws VigilError("config_invalid"). */
 export async function loadServeConfig(path: string, env: Env = process.env): Promise<ServeConfig> {
   const bytes = await readBounded(path);
-  return parseServeConfig(bytes, { source: path, env, baseDir: dirname(resolve(path)) });
+  const { config, secrets } = parseWithSecrets(bytes, { source: path, env, baseDir: dirname(resolve(path)) });
+  const key = modelApiKey(config, env);
+  registerSecrets([...secrets, ...secretValues(config), ...(key === undefined ? [] : [key])]);
+  return config;
 }
 
 export interface ParseOptions {
@@ -61,6 +67,11 @@ export interface ParseOptions {
 
 /** Validates config text or bytes (the part of loadServeConfig after the read). */
 export function parseServeConfig(input: string | Uint8Array, options: ParseOptions): ServeConfig {
+  return parseWithSecrets(input, options).config;
+}
+
+/** parseServeConfig, also returning the secrets seen on the way (literal header/env values, `${VAR}` values). */
+function parseWithSecrets(input: string | Uint8Array, options: ParseOptions): { config: ServeConfig; secrets: string[] } {
   const { source, env = process.env, baseDir = process.cwd() } = options;
   const size = typeof input === "string" ? Buffer.byteLength(input) : input.byteLength;
   if (size > CONFIG_LIMITS.fileBytes) throw configError(source, [tooLarge(size)]);
@@ -89,7 +100,7 @@ export function parseServeConfig(input: string | Uint8Array, options: ParseOptio
     throw configError(source, [`model.api_key_env: environment variable ${keyVariable} is not set`], secrets);
   }
   registerSecretPaths(config, expansion.expandedPaths);
-  return config;
+  return { config, secrets };
 }
 
 /**

@@ -7,7 +7,8 @@
  * never in the config at all (see `modelApiKey`). The expanded paths are remembered per config
  * object by the loader; a config built elsewhere (or a copy) still gets the by-position redaction.
  */
-import { formatPath, REDACTED } from "../../shared/issues.ts";
+import { formatPath } from "../../shared/issues.ts";
+import { REDACTED } from "../../shared/scrub.ts";
 import type { PathSegment } from "../../shared/document-path.ts";
 import { describeModel, redactModel } from "../models/registry.ts";
 import type { ServeConfig } from "./schema.ts";
@@ -49,6 +50,35 @@ export function redactConfig(config: ServeConfig): ServeConfig {
     }
   });
   return copy;
+}
+
+/**
+ * Every value `redactConfig` hides, as it is in `config` (and the password of a URL with
+ * credentials, which may be echoed alone): what the loader registers with the scrubber
+ * (shared/scrub.ts), so the two can never disagree about what is secret.
+ */
+export function secretValues(config: ServeConfig): string[] {
+  const out: string[] = [];
+  const stack: [unknown, unknown][] = [[config, redactConfig(config)]];
+  while (stack.length > 0) {
+    const [value, shown] = stack.pop()!;
+    if (typeof value === "string") {
+      if (shown === REDACTED && value !== REDACTED) out.push(value, ...urlPassword(value));
+    } else if (typeof value === "object" && value !== null && typeof shown === "object" && shown !== null) {
+      for (const key of Object.keys(value)) stack.push([(value as Record<string, unknown>)[key], (shown as Record<string, unknown>)[key]]);
+    }
+  }
+  return out;
+}
+
+function urlPassword(value: string): string[] {
+  if (!hasUrlCredentials(value)) return [];
+  const { password } = new URL(value);
+  try {
+    return password === "" ? [] : [password, decodeURIComponent(password)];
+  } catch {
+    return [password];
+  }
 }
 
 const MAX_SERVERS_DESCRIBED = 8;

@@ -12,6 +12,7 @@
  */
 import * as v from "valibot";
 import { EVENT_ACTIONS, EVENT_DELIVERIES, EventsConfigSchema, type EventSubscriptionConfig } from "../../events/config.ts";
+import { StorableSubscriptions } from "../../events/storable-spec.ts";
 import { ConfigPath, httpServerEntries, stdioServerEntries } from "../../mcp/server-config.ts";
 import { isRecord } from "../../shared/guards.ts";
 import { isHttpUrl, mapping, text } from "../../shared/schema-parts.ts";
@@ -55,6 +56,8 @@ function configSchema(expanded: boolean) {
         });
       });
     }),
+    // A configured subscription the events state could never store is refused here, not at its first write.
+    StorableSubscriptions<v.InferOutput<typeof ServerList>[number]>(),
   );
   return mapping({
     /** One shape per model provider (models/registry.ts), chosen by `provider`. */

@@ -6,7 +6,8 @@
  *   GET  /v1/health                     {ok:true, sessions, version}
  *
  * Bad requests get a JSON body `{error:{code,message}}`: 404 unknown path, 405 wrong method, 400 bad
- * session name / bad `since`, 415 not application/json, 413 over 1 MiB. A command that does not
+ * session name / bad `since` (not an integer; or beyond the session's last seq, then the error also
+ * carries `last_seq`), 415 not application/json, 413 over 1 MiB. A command that does not
  * parse gets 400 with its refusal `response` frame (which carries the same `error`), or 413 when too
  * large. The listener's own cap (`maxRequestBodySize`) is a backstop above the 1 MiB command limit,
  * so that bodies between the two still get the JSON 413 (above it Bun answers a bare 413).
@@ -93,6 +94,11 @@ export function createDaemonHandler(app: ServeApp, registry: SessionRegistry): D
     } catch (e) {
       return sessionUnavailable(name, e);
     }
+    const beyond = sinceBeyondLast(since, lease.session.lastSeq);
+    if (beyond !== null) {
+      lease.release();
+      return Response.json({ error: { code: "invalid_since", message: beyond, last_seq: lease.session.lastSeq } }, { status: 400 });
+    }
     server.timeout(req, 0);
     const sse = new SseStream(lease.session, {
       since,
@@ -114,6 +120,17 @@ export function createDaemonHandler(app: ServeApp, registry: SessionRegistry): D
       for (const s of [...streams]) s.close();
     },
   };
+}
+
+/**
+ * `?since=N` asks for the frames after N, so N must be a seq the session has had. One past its last
+ * frame is refused rather than honoured by waiting (issue 11 item 7): those frames were lost or never
+ * existed (a wiped or different state directory), and a stream that waited would silently skip
+ * every live frame up to N. The answer names the last seq, so the client can resume from it.
+ */
+export function sinceBeyondLast(since: number | null, lastSeq: number): string | null {
+  if (since === null || since <= lastSeq) return null;
+  return `since ${since} is beyond the session's last frame (seq ${lastSeq}): resume with since=${lastSeq} or less, or without since for the next frame`;
 }
 
 function methodNotAllowed(allow: string): Response {

@@ -12,14 +12,20 @@
  * - A comment line is sent at once (so the client knows it is attached) and every 15 s.
  * - Slow clients: the stream is pulled (the socket asks for more when it drained); a client whose
  *   unsent bytes exceed `maxBufferBytes` is dropped, so it never holds up the session or the other
- *   clients, and memory stays bounded per client.
+ *   clients, and memory stays bounded per client. Dropped means the connection ends: the stream is
+ *   errored, which makes Bun.serve close the socket. A plain `controller.close()` is not enough —
+ *   with the client's receive window full, Bun then holds the unsent tail and the response stalls
+ *   mid-frame with no end (issue 11 item 6), so the client would never know to reconnect.
  */
+import { logLine } from "../../shared/log.ts";
 import type { Session } from "../session/session.ts";
 import type { TranscriptRecord } from "../state/transcript.ts";
 
 export const HEARTBEAT_MS = 15_000;
 export const DEFAULT_CLIENT_BUFFER_BYTES = 4 * 1024 * 1024;
 const REPLAY_PAGE = 256;
+/** A replay page stays well under the client limit, so live frames held meanwhile fit beside it. */
+const REPLAY_PAGE_BYTES = 1024 * 1024;
 
 export interface SseOptions {
   since: number | null;
@@ -44,6 +50,7 @@ export class SseStream {
   private readonly unsubscribe: () => void;
   private readonly heartbeat: ReturnType<typeof setInterval>;
   private readonly limit: number;
+  private controller: ReadableStreamDefaultController<Uint8Array> | null = null;
 
   constructor(
     private readonly session: Session,
@@ -57,6 +64,9 @@ export class SseStream {
     this.push(`: attached to session ${session.name}\n\n`);
     this.stream = new ReadableStream<Uint8Array>(
       {
+        start: (controller) => {
+          this.controller = controller;
+        },
         pull: (controller) => this.pull(controller),
         cancel: () => this.close(),
       },
@@ -78,8 +88,9 @@ export class SseStream {
 
   private live(record: TranscriptRecord, json: string): void {
     if (this.replaying) {
+      if (this.behind()) return;
       this.held.push({ seq: record.seq, json });
-      this.account(json.length);
+      this.queued += json.length;
       return;
     }
     if (record.seq <= this.cursor) return;
@@ -88,16 +99,34 @@ export class SseStream {
   }
 
   private push(text: string): void {
-    if (this.closed) return;
+    if (this.closed || this.behind()) return;
     const bytes = encoder.encode(text);
     this.queue.push(bytes);
-    this.account(bytes.byteLength);
+    this.queued += bytes.byteLength;
     this.wake?.();
   }
 
-  private account(bytes: number): void {
-    this.queued += bytes;
-    if (this.queued > this.limit) this.close();
+  /**
+   * Judged before the next frame is queued, so a client that keeps up always gets that frame,
+   * however large it is (up to the transcript's record cap); one that is still more than the limit
+   * behind is cut off. Per client, memory stays within the limit plus one frame.
+   */
+  private behind(): boolean {
+    if (this.queued <= this.limit) return false;
+    this.cutOff();
+    return true;
+  }
+
+  /** Drops a client that fell too far behind: the connection is closed, not merely the body ended. */
+  private cutOff(): void {
+    if (this.closed) return;
+    logLine(`serve: session ${JSON.stringify(this.session.name)}: an SSE client fell more than ${this.limit} bytes behind and was disconnected`);
+    this.close();
+    try {
+      this.controller?.error(new Error("the client fell too far behind"));
+    } catch {
+      // the client already went away
+    }
   }
 
   private async pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
@@ -126,7 +155,7 @@ export class SseStream {
   private async replayPage(): Promise<void> {
     let page;
     try {
-      page = await this.session.replay(this.cursor, REPLAY_PAGE);
+      page = await this.session.replay(this.cursor, { limit: REPLAY_PAGE, maxBytes: REPLAY_PAGE_BYTES });
     } catch {
       // The transcript went away (session closed): end the stream; the client reconnects with since.
       this.close();

@@ -6,10 +6,13 @@
 import { logLine } from "../../shared/log.ts";
 import type { GroupChild } from "../../shared/process-group.ts";
 import { sinkWrite } from "../../shared/sink.ts";
+import { scrubAndCut } from "../../shared/scrub.ts";
 
 /** stderr forwarded to vigil's stderr per run; the rest is dropped (a chatty command must not flood logs). */
 const MAX_FORWARDED_STDERR_BYTES = 64 * 1024;
 const MAX_LINE_CHARS = 1000;
+/** How much of an unterminated line is held, and scrubbed, before it is cut at MAX_LINE_CHARS. */
+const MAX_LINE_WINDOW_CHARS = MAX_LINE_CHARS * 4;
 
 export async function writePrompt(child: GroupChild, prompt: string): Promise<void> {
   try {
@@ -50,33 +53,46 @@ export async function readBounded(stream: ReadableStream<Uint8Array>, max: numbe
 /**
  * Forwards the command's stderr line by line (prefixed, bounded) and resolves with its last
  * non-empty line, for the error message. Diagnostics only: the prompt is never on stderr.
+ *
+ * A line is scrubbed before it is cut (shared/scrub.ts `scrubAndCut`), so no part of a secret is
+ * left at the cut. A line that grows past MAX_LINE_WINDOW_CHARS without its newline is cut there:
+ * the window is scrubbed and cut like any long line, and the rest of that line is dropped up to its
+ * newline — never forwarded as a line of its own, which could begin with the tail of a secret.
  */
-export async function forwardStderr(stream: ReadableStream<Uint8Array>): Promise<string> {
+export async function forwardStderr(stream: ReadableStream<Uint8Array>, write: (line: string) => void = logLine): Promise<string> {
   const decoder = new TextDecoder("utf-8", { fatal: false });
   let forwarded = 0;
   let pending = "";
+  let dropping = false;
   let last = "";
-  const emit = (line: string) => {
-    const clipped = line.length > MAX_LINE_CHARS ? `${line.slice(0, MAX_LINE_CHARS)}…` : line;
+  const emit = (raw: string) => {
+    // The scrub sees at most the window: a line that arrived whole in one big chunk is no more work.
+    const { text, cut } = scrubAndCut(raw.slice(0, MAX_LINE_WINDOW_CHARS), MAX_LINE_CHARS);
+    const clipped = cut ? `${text}…` : text;
     if (clipped.trim() !== "") last = clipped.trim().slice(0, 200);
     if (forwarded < MAX_FORWARDED_STDERR_BYTES) {
       forwarded += clipped.length;
-      logLine(`model command: ${clipped}`);
-      if (forwarded >= MAX_FORWARDED_STDERR_BYTES) logLine("model command: (further stderr dropped)");
+      write(`model command: ${clipped}`);
+      if (forwarded >= MAX_FORWARDED_STDERR_BYTES) write("model command: (further stderr dropped)");
     }
   };
-  for await (const chunk of stream) {
-    pending += decoder.decode(chunk, { stream: true });
-    const lines = pending.split("\n");
+  const take = (text: string) => {
+    const lines = (pending + text).split("\n");
     pending = lines.pop() ?? "";
-    for (const line of lines) emit(line);
-    // A single unterminated line must not grow without bound.
-    if (pending.length > MAX_LINE_CHARS * 4) {
+    for (const line of lines) {
+      if (dropping) dropping = false; // the end of the line that was cut
+      else emit(line);
+    }
+    if (dropping) pending = "";
+    else if (pending.length > MAX_LINE_WINDOW_CHARS) {
+      // A single unterminated line must not grow without bound.
       emit(pending);
       pending = "";
+      dropping = true;
     }
-  }
-  pending += decoder.decode();
+  };
+  for await (const chunk of stream) take(decoder.decode(chunk, { stream: true }));
+  take(decoder.decode());
   if (pending !== "") emit(pending);
   return last;
 }

@@ -15,6 +15,7 @@ import { MCP_SERVER_LIMITS } from "../../mcp/server-config.ts";
 import { VigilError, errorMessage } from "../../shared/errors.ts";
 import { type GroupChild, spawnGroup, statusExitCode, sweepGroup, tryStatus } from "../../shared/process-group.ts";
 import { NO_NUL, integer, text } from "../../shared/schema-parts.ts";
+import { scrubText } from "../../shared/scrub.ts";
 import { within } from "../../shared/time.ts";
 import type { Env } from "../config/env.ts";
 import { closeStdin, forwardStderr, readBounded, writePrompt } from "./command-pipes.ts";
@@ -96,7 +97,8 @@ export async function runCommandModel(
   try {
     child = spawnGroup(config.command, { stderr: "pipe", ...(options.env === undefined ? {} : { env: { ...options.env } }) });
   } catch (e) {
-    throw new ModelError("spawn", e instanceof VigilError ? e.message : `cannot start the model command: ${errorMessage(e)}`, { cause: e });
+    // The argv may hold `${VAR}` values: scrubbed like every model error (its stderr line already is, in command-pipes.ts).
+    throw new ModelError("spawn", scrubText(e instanceof VigilError ? e.message : `cannot start the model command: ${errorMessage(e)}`), { cause: e });
   }
 
   let stopped: StopReason | undefined;

@@ -3,6 +3,7 @@
  * one-line error reason, `Retry-After`, and an abortable backoff sleep. Each states its bound.
  */
 import { ModelError } from "./types.ts";
+import { scrubText } from "../../shared/scrub.ts";
 
 /** Largest response body accepted; a completion is far smaller, anything bigger is refused unread. */
 export const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
@@ -43,7 +44,8 @@ export function providerReason(text: string): string {
   try {
     const msg = (JSON.parse(text) as { error?: { message?: unknown } }).error?.message;
     if (typeof msg !== "string" || msg === "") return "";
-    const line = msg.replace(/\s+/g, " ");
+    // Scrubbed before the cut, so no part of a secret is left at the end of a cut line.
+    const line = scrubText(msg).replace(/\s+/g, " ");
     return `: ${line.length > 200 ? `${line.slice(0, 200)}…` : line}`;
   } catch {
     return "";

@@ -17,6 +17,7 @@ import * as v from "valibot";
 import { MCP_SERVER_LIMITS } from "../../mcp/server-config.ts";
 import { errorMessage } from "../../shared/errors.ts";
 import { logLine } from "../../shared/log.ts";
+import { registerSecrets, scrubText } from "../../shared/scrub.ts";
 import { ENV_NAME, httpUrl, integer, text } from "../../shared/schema-parts.ts";
 import type { Env } from "../config/env.ts";
 import { abortableSleep, providerReason, readBounded, retryAfterMs } from "./openai-http.ts";
@@ -84,7 +85,9 @@ export function createOpenAiModel(config: OpenAiModelConfig, options: OpenAiMode
   const url = `${config.base_url.replace(/\/+$/, "")}/chat/completions`;
   const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" };
   if (key !== undefined) headers.authorization = `Bearer ${key}`;
-  const scrub = (s: string) => (key === undefined || key === "" ? s : s.split(key).join("[redacted]"));
+  // Provider error bodies may echo the key (or any other secret): every message is scrubbed (shared/scrub.ts).
+  if (key !== undefined) registerSecrets([key]);
+  const scrub = scrubText;
 
   async function attempt(body: string, signal: AbortSignal): Promise<unknown> {
     // The per-request deadline and the caller's signal abort the same fetch; which fired decides the error kind.
@@ -113,7 +116,7 @@ export function createOpenAiModel(config: OpenAiModelConfig, options: OpenAiMode
       try {
         return JSON.parse(text);
       } catch {
-        throw new ModelError("protocol", `model response is not JSON (content-type ${JSON.stringify(res.headers.get("content-type") ?? "")})`);
+        throw new ModelError("protocol", scrub(`model response is not JSON (content-type ${JSON.stringify(res.headers.get("content-type") ?? "")})`));
       }
     } catch (e) {
       if (e instanceof ModelError) throw e;

@@ -11,7 +11,7 @@
 import type * as v from "valibot";
 import type { PathSegment } from "../../shared/document-path.ts";
 import { VigilError } from "../../shared/errors.ts";
-import { REDACTED } from "../../shared/issues.ts";
+import { REDACTED } from "../../shared/scrub.ts";
 import type { Env } from "../config/env.ts";
 import type { RunModel } from "./types.ts";
 

@@ -108,6 +108,8 @@ export interface RunEndFrame {
   run_id: string;
   status: RunStatus;
   error?: string;
+  /** Set when the failure has a stable code, e.g. `model_answer_too_large` (run/answer-caps.ts) or `frame_not_stored`. */
+  code?: string;
 }
 
 /** A frame as built, before the session numbers it. */
@@ -177,6 +179,9 @@ export function toolResultFrame(run_id: string, is_error: boolean): ToolResultFr
   return { type: "tool_result", run_id, is_error };
 }
 
-export function runEndFrame(run_id: string, status: RunStatus, error?: string): RunEndFrame {
-  return error === undefined ? { type: "run_end", run_id, status } : { type: "run_end", run_id, status, error };
+export function runEndFrame(run_id: string, status: RunStatus, error?: string, code?: string): RunEndFrame {
+  const frame: RunEndFrame = { type: "run_end", run_id, status };
+  if (error !== undefined) frame.error = error;
+  if (code !== undefined) frame.code = code;
+  return frame;
 }

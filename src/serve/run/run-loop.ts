@@ -30,6 +30,7 @@ import {
   toolCallFrame,
   toolResultFrame,
 } from "../protocol/frames.ts";
+import { ModelAnswerTooLargeError, modelAnswerProblem } from "./answer-caps.ts";
 import type { ToolGateway } from "./tool-gateway.ts";
 
 export interface RunInput {
@@ -56,6 +57,8 @@ export interface RunDeps {
 export interface RunResult {
   status: RunStatus;
   error?: string;
+  /** The stable code of a failure that has one (`model_answer_too_large`, `frame_not_stored`). */
+  code?: string;
   /** Everything this run added to the conversation, in order: prompt, steers, assistant and tool messages. */
   appended: ChatMessage[];
   /** How many steered messages a model turn was started with (the first `steersSeen` taken). */
@@ -92,6 +95,7 @@ export async function runConversation(input: RunInput, deps: RunDeps, signal: Ab
 
   let status: RunStatus = "ok";
   let error: string | undefined;
+  let code: string | undefined;
   try {
     if (signal.aborted) throw new ModelError("aborted", "run aborted before it started");
     await chatLoop(deps.model, deps, input.runId, messages, add, takeSteers, combined);
@@ -104,17 +108,30 @@ export async function runConversation(input: RunInput, deps: RunDeps, signal: Ab
       error = `the run timed out after ${timeoutMs} ms`;
     } else {
       status = "failed";
-      error = e instanceof ModelError || e instanceof RunLimitError ? e.message : `the run failed: ${errorMessage(e)}`;
+      code = stableCode(e);
+      error = e instanceof ModelError || e instanceof RunLimitError || code !== undefined ? (e as Error).message : `the run failed: ${errorMessage(e)}`;
     }
     closePendingToolCalls(messages, add);
   } finally {
     clearTimeout(timer);
   }
-  await deps.emit(runEndFrame(input.runId, status, error));
-  return error === undefined ? { status, appended, steersSeen } : { status, error, appended, steersSeen };
+  await deps.emit(runEndFrame(input.runId, status, error, code));
+  const result: RunResult = { status, appended, steersSeen };
+  if (error !== undefined) result.error = error;
+  if (code !== undefined) result.code = code;
+  return result;
 }
 
 class RunLimitError extends Error {}
+
+/**
+ * The stable code of one of our typed errors, which the run_end carries so clients can tell
+ * failures apart. Ours are lower_snake; a system error's errno (`EPIPE`) is not a run's code.
+ */
+function stableCode(e: unknown): string | undefined {
+  const code = e instanceof Error ? (e as { code?: unknown }).code : undefined;
+  return typeof code === "string" && /^[a-z][a-z0-9_]{0,63}$/.test(code) ? code : undefined;
+}
 
 async function chatLoop(
   model: RunModel,
@@ -131,14 +148,18 @@ async function chatLoop(
     signal.throwIfAborted();
     await takeSteers();
     const answer = await model.chat.turn(messages, specs, signal);
+    const tooLarge = modelAnswerProblem(answer);
+    if (tooLarge !== null) throw new ModelAnswerTooLargeError(tooLarge);
+    // Each message is announced before it joins the conversation: if its frame cannot be stored,
+    // the run fails without it, so the history never holds what the transcript does not.
     if (answer.toolCalls.length === 0) {
       const text = answer.text ?? "";
-      add({ role: "assistant", text });
       await deps.emit(messageFrame("assistant", text));
+      add({ role: "assistant", text });
       return;
     }
-    add({ role: "assistant", text: answer.text, toolCalls: answer.toolCalls });
     if (answer.text !== null && answer.text !== "") await deps.emit(messageFrame("assistant", answer.text));
+    add({ role: "assistant", text: answer.text, toolCalls: answer.toolCalls });
     for (const call of answer.toolCalls) {
       signal.throwIfAborted();
       if (deps.tools === null) {

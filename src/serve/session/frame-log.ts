@@ -1,7 +1,9 @@
 /**
  * Stores and broadcasts a session's frames (serve.md §4): each frame is appended to the transcript,
- * which numbers it, and then handed to every subscriber. A subscriber that throws is dropped; it
- * never breaks the session or the other subscribers.
+ * which numbers it, and then handed to every subscriber. A frame the transcript refuses is not
+ * broadcast (issue 11 item 8): what a client saw, a restart finds. `emit` says so by returning null,
+ * and the caller fails what the frame belonged to (a run, a command). A subscriber that throws is
+ * dropped; it never breaks the session or the other subscribers.
  */
 import type { FrameBody } from "../protocol/frames.ts";
 import type { Transcript, TranscriptRecord } from "../state/transcript.ts";
@@ -11,8 +13,9 @@ import type { FrameListener } from "./types.ts";
 
 export class FrameLog {
   private readonly listeners = new Set<FrameListener>();
-  /** The last append failure (the transcript latches failed; later appends fail too). */
+  /** The last append failure: a frame over the record cap, or the transcript's latched failure. */
   lastError: unknown = null;
+  private toldFailed = false;
 
   constructor(readonly transcript: Transcript) {}
 
@@ -28,8 +31,9 @@ export class FrameLog {
   }
 
   /**
-   * The first failed append: said once on stderr, and told to every attached client as an `error`
-   * frame that is not stored (it cannot be) and carries no seq (serve.md §6 item 9).
+   * The transcript has failed for good (a write or sync error): said once on stderr, and told to
+   * every attached client as an `error` notice with no seq (serve.md §6 item 9) — the one thing sent
+   * unstored, because nothing can be stored any more and the session refuses all further work.
    */
   private failed(e: unknown): void {
     const message = `the session's transcript failed: ${errorMessage(e)}`;
@@ -51,8 +55,14 @@ export class FrameLog {
     try {
       stored = this.transcript.appendFrame(frame as unknown as { type: string; [key: string]: unknown });
     } catch (e) {
-      if (this.lastError === null) this.failed(e);
       this.lastError = e;
+      if (this.transcript.failed === null) {
+        // Only this frame was refused (over the record cap); the transcript goes on.
+        logLine(`serve: a ${frame.type} frame was not stored or sent: ${errorMessage(e)}`);
+      } else if (!this.toldFailed) {
+        this.toldFailed = true;
+        this.failed(e);
+      }
       return null;
     }
     for (const listener of [...this.listeners]) {

@@ -15,6 +15,18 @@ export class SessionClosedError extends Error {
   }
 }
 
+/**
+ * Thrown to a run whose frame the transcript refused (too large, or the transcript failed): the run
+ * fails rather than go on with frames no client saw and no restart will find.
+ */
+export class FrameNotStoredError extends Error {
+  readonly code = "frame_not_stored";
+  constructor(frameType: string, why: string) {
+    super(`a ${frameType} frame of the run could not be stored: ${why}`);
+    this.name = "FrameNotStoredError";
+  }
+}
+
 /** The default events hook: the events subsystem is not plugged in. */
 export const eventsNotEnabled: EventsHandler = (command) =>
   errorResponse(command.id, command.type, "events_not_enabled", EVENTS_NOT_ENABLED_MESSAGE);
@@ -29,6 +41,7 @@ export function normalizeOutcome(o: RunOutcome | undefined): RunOutcome {
   };
   if (typeof o?.error === "string") out.error = o.error;
   else if (o?.status !== status) out.error = "the runner reported no valid status";
+  if (typeof o?.code === "string") out.code = o.code;
   return out;
 }
 
@@ -45,4 +58,15 @@ export function withoutPrompt(appended: ChatMessage[], prompt: PendingItem[]): C
     i++;
   }
   return i === 0 ? appended : appended.slice(i);
+}
+
+/** Calls every listener with `value`; a listener's failure is its own. */
+export function notifyEach<T>(listeners: Iterable<(value: T) => void>, value: T): void {
+  for (const listener of [...listeners]) {
+    try {
+      listener(value);
+    } catch {
+      // not the caller's concern
+    }
+  }
 }

@@ -16,29 +16,17 @@
 import type { ChatMessage } from "../models/types.ts";
 import type { Command, CommandName } from "../protocol/commands.ts";
 import { PROTOCOL_VERSION, type FrameBody, type ResponseFrame, errorResponse, okResponse, runEndFrame, runStartFrame } from "../protocol/frames.ts";
-import { Transcript, type ReadSinceResult } from "../state/transcript.ts";
+import { Transcript, type ReadSinceOptions, type ReadSinceResult } from "../state/transcript.ts";
 import { errorMessage } from "../../shared/errors.ts";
 import { within } from "../../shared/time.ts";
 import { FrameLog } from "./frame-log.ts";
 import { rebuildHistory } from "./history.ts";
 import { type PendingItem, Queues, userMessages } from "./queues.ts";
-import { DEFAULT_CLOSE_TIMEOUT_MS, SessionClosedError, eventsNotEnabled, normalizeOutcome, withoutPrompt } from "./session-support.ts";
+import { DEFAULT_CLOSE_TIMEOUT_MS, FrameNotStoredError, SessionClosedError, eventsNotEnabled, normalizeOutcome, notifyEach, withoutPrompt } from "./session-support.ts";
 import { settleRun } from "./settle.ts";
 import type {
-  EventsCommand,
-  EventsHandler,
-  EventsSession,
-  FrameListener,
-  InjectResult,
-  Injection,
-  RunOutcome,
-  RunRequest,
-  RunSettled,
-  RunSettledListener,
-  Runner,
-  SessionOptions,
-  SessionState,
-  SessionStateData,
+  EventsCommand, EventsHandler, EventsSession, FrameListener, InjectResult, Injection,
+  RunOutcome, RunRequest, RunSettled, RunSettledListener, Runner, SessionOptions, SessionState, SessionStateData,
 } from "./types.ts";
 
 interface ActiveRun {
@@ -143,8 +131,8 @@ export class Session implements EventsSession {
   }
 
   /** Stored frames after `since` (catch-up for a reattaching client). */
-  replay(since = 0, limit?: number): Promise<ReadSinceResult> {
-    return this.transcript.readSince(since, limit === undefined ? {} : { limit });
+  replay(since = 0, bounds: ReadSinceOptions = {}): Promise<ReadSinceResult> {
+    return this.transcript.readSince(since, bounds);
   }
 
   /** Stores and broadcasts a frame that is not part of a run (`mcp_event`, `mcp_event_status`). */
@@ -196,7 +184,7 @@ export class Session implements EventsSession {
           response = okResponse(id, type, this.stateData());
           break;
         case "get_transcript": {
-          const page = await this.replay(command.since ?? 0, command.limit);
+          const page = await this.replay(command.since ?? 0, command.limit === undefined ? {} : { limit: command.limit });
           response = okResponse(id, type, { frames: page.records, more: page.more });
           break;
         }
@@ -211,9 +199,22 @@ export class Session implements EventsSession {
     } catch (e) {
       response = errorResponse(id, type, "internal", errorMessage(e));
     }
-    const stored = this.store(response) as StoredResponse | null;
+    const answer = this.respond(response);
     after?.();
-    return stored ?? response;
+    return answer;
+  }
+
+  /**
+   * Stores and broadcasts a command's answer or stdio mode's refusal of a line (one path, both
+   * modes); one over the record cap is replaced by a stored `response_too_large`. Unstored (no seq)
+   * only when nothing can be stored any more: the session is closed or its transcript failed.
+   */
+  respond(response: ResponseFrame): StoredResponse {
+    const stored = this.closed ? null : (this.store(response) as StoredResponse | null);
+    if (stored !== null || this.closed || this.transcript.failed !== null) return stored ?? response;
+    const why = `the response could not be stored: ${errorMessage(this.frames.lastError)}; ask for fewer frames`;
+    const tooLarge = errorResponse(response.id, response.command, "response_too_large", why);
+    return (this.store(tooLarge) as StoredResponse | null) ?? tooLarge;
   }
 
   /**
@@ -339,13 +340,15 @@ export class Session implements EventsSession {
       if (!run.accepting) return;
       if (frame.type === "run_start") run.sawStart = true;
       if (frame.type === "run_end") run.end = frame;
-      else this.store(frame);
+      // Stored, or the run fails here: it never goes on past a frame no client saw.
+      else if (this.store(frame) === null) throw new FrameNotStoredError(frame.type, errorMessage(this.frames.lastError));
     };
     let outcome: RunOutcome;
     try {
       outcome = normalizeOutcome(await this.runner(request, emit, run.controller.signal));
     } catch (e) {
       outcome = { status: run.controller.signal.aborted ? "aborted" : "failed", error: errorMessage(e), appended: [], steersSeen: 0 };
+      if (e instanceof FrameNotStoredError) outcome.code = e.code;
     }
     await this.finish(run, trigger, outcome);
   }
@@ -367,15 +370,9 @@ export class Session implements EventsSession {
     this.queues.requeueFront(s.requeue);
     this.conversation.push(...userMessages(s.keptPrompt), ...withoutPrompt(outcome.appended, run.prompt));
     this.run = null;
-    this.store(run.end ?? runEndFrame(run.id, outcome.status, outcome.error));
+    this.store(run.end ?? runEndFrame(run.id, outcome.status, outcome.error, outcome.code));
     const report: RunSettled = { runId: run.id, status: outcome.status, succeeded, delivered: s.delivered, returned: s.returned };
-    for (const listener of [...this.settledListeners]) {
-      try {
-        listener(report);
-      } catch {
-        // a listener's failure is its own
-      }
-    }
+    notifyEach(this.settledListeners, report);
     this.startNext();
     // The run_end itself: whoever awaits the run (close) finds it on disk. A failure is latched.
     await this.transcript.sync().catch(() => {});

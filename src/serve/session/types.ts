@@ -33,6 +33,8 @@ export interface RunRequest {
 export interface RunOutcome {
   status: RunStatus;
   error?: string;
+  /** The failure's stable code, when it has one (it goes into the run_end). */
+  code?: string;
   /** Messages the run added to the conversation after `prompt` (steers seen, assistant turns, tool results). */
   appended: ChatMessage[];
   /** How many of the steers taken with `takeSteers` reached the model (the first N taken). */

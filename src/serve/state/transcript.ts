@@ -19,6 +19,7 @@ import { closeSync, constants, fchmodSync, fdatasync, fstatSync, ftruncateSync, 
 import { join } from "node:path";
 import { errnoCode, errorMessage } from "../../shared/errors.ts";
 import { StateError } from "../../shared/durable/state-error.ts";
+import { MAX_FRAME_BYTES } from "../../shared/frame-cap.ts";
 import { GroupCommit } from "../../shared/durable/group-commit.ts";
 import { type ReadAt, fdReader } from "../../shared/durable/line-scan.ts";
 import { FILE_MODE, TRANSCRIPT_FILE } from "./paths.ts";
@@ -28,7 +29,7 @@ export type Frame = { type: string; [key: string]: unknown };
 export type TranscriptRecord = Frame & { seq: number; time: string };
 
 export const TRANSCRIPT_DEFAULTS = {
-  maxRecordBytes: 8 * 1024 * 1024,
+  maxRecordBytes: MAX_FRAME_BYTES,
   indexEvery: 256,
   readChunkBytes: 64 * 1024,
   readLimit: 1000,

@@ -9,10 +9,11 @@
  */
 import { constants } from "node:fs";
 import { type FileHandle, open, rename, unlink } from "node:fs/promises";
-import { basename, dirname, join } from "node:path";
+import { dirname } from "node:path";
 import { readBounded } from "./bounded-file.ts";
 import { StateError } from "./state-error.ts";
 import { FILE_MODE } from "./modes.ts";
+import { tempPathFor } from "./temp-files.ts";
 
 export type AtomicWriteStage = "after_write" | "before_rename" | "after_rename";
 
@@ -26,7 +27,8 @@ let counter = 0;
 /** Replaces `path` with `bytes` atomically and durably. Rejects with the system error; the old content is then intact. */
 export async function writeFileAtomic(path: string, bytes: Uint8Array | string, options: AtomicWriteOptions = {}): Promise<void> {
   const dir = dirname(path);
-  const tmp = join(dir, `.${basename(path)}.tmp-${process.pid}-${++counter}-${Math.random().toString(36).slice(2, 8)}`);
+  // A crash can leave this file behind: its owner sweeps it on open (temp-files.ts).
+  const tmp = tempPathFor(path, process.pid, ++counter, Math.random().toString(36).slice(2, 8));
   const data = typeof bytes === "string" ? Buffer.from(bytes) : bytes;
   let handle: FileHandle | undefined;
   let renamed = false;

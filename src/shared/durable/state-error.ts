@@ -23,14 +23,26 @@ export type StateErrorReason =
   /** A bad argument to a read (since, limit). */
   | "invalid_argument"
   /** A small state file that is over its bound, not a regular file, or unreadable. */
-  | "file_unreadable";
+  | "file_unreadable"
+  /**
+   * Writing or syncing a state file failed at run time (disk full, EIO): the file is not refused,
+   * it could not be kept up to date — an evidence failure (exit 3), not a refusal (exit 2).
+   */
+  | "write_failed";
 
 function vigilCode(reason: StateErrorReason): ErrorCode {
   switch (reason) {
     case "invalid_session_name":
     case "unsafe_state_dir":
       return "usage";
+    // State refusals (issue 11 item 9): a session whose files cannot be used does not start; the
+    // message names the file, and the exit is 2 like any refused input — not 70, this is no bug.
+    case "transcript_corrupt":
+    case "file_unreadable":
+      return "state_invalid";
+    // What was to be kept durable could not be written: like a failed evidence write (README "Exit status").
     case "transcript_failed":
+    case "write_failed":
       return "evidence_write_failed";
     default:
       return "internal";

@@ -31,10 +31,14 @@ export class LineSplitter {
   private oversizedLength = 0;
   private oversizedTail: Uint8Array = new Uint8Array(0);
 
-  /** @param partsAtOrAbove multi-read lines at least this long come as "parts" frames (default: never). */
+  /**
+   * @param partsAtOrAbove multi-read lines at least this long come as "parts" frames (default: never).
+   * @param headBytes how much of an over-cap line's head is kept (default OVERSIZED_HEAD_BYTES).
+   */
   constructor(
     private readonly maxMessageBytes: number,
     private readonly partsAtOrAbove = Number.POSITIVE_INFINITY,
+    private readonly headBytes = OVERSIZED_HEAD_BYTES,
   ) {}
 
   /** Splits a chunk; returns the frames it completes, in order. */
@@ -111,7 +115,7 @@ export class LineSplitter {
 
   /** Switches to discard mode, keeping a bounded head of what was buffered plus `more`. */
   private startDiscarding(more: Uint8Array, moreLength: number): void {
-    const head = new Uint8Array(Math.min(OVERSIZED_HEAD_BYTES, this.partsLength + more.length));
+    const head = new Uint8Array(Math.min(this.headBytes, this.partsLength + more.length));
     let off = 0;
     for (const part of [...this.parts, more]) {
       if (off >= head.length) break;

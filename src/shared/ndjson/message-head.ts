@@ -97,19 +97,31 @@ export function recoverIdFromHead(head: Uint8Array): JsonRpcId | null {
 }
 
 /**
+ * What the bounded ends of an over-cap message say about it: its id (the tail's first, as a
+ * last-wins parser reads a duplicate) and whether its head shows a top-level `method` (then it is
+ * a request or notification, which never answers a pending request).
+ */
+export function overCapFacts(head: Uint8Array, tail: Uint8Array): { id: JsonRpcId | null; hasMethod: boolean } {
+  const facts = scanHead(headDecoder.decode(head.subarray(0, ID_HEAD_BYTES)));
+  return { id: recoverIdFromTail(tail) ?? facts.id ?? null, hasMethod: facts.method !== undefined };
+}
+
+/**
  * The id from a message's tail, only as the last member of the top-level object
  * (`…,"id":7}`): an object cannot be read backwards, so a nested "id" is refused by requiring the
- * object's final `}` right after it.
+ * object's final `}` right after it. The key is decoded before it is compared, as the client's
+ * parser reads it (`…,"\u0069d":7}` is an id too), and so is the value.
  */
-const TRAILING_ID = /[,{]\s*"id"\s*:\s*("(?:[^"\\\n]|\\.){0,256}"|-?\d{1,20})\s*}\s*$/;
+const TRAILING_MEMBER =
+  /[,{]\s*("(?:[^"\\\n]|\\.){1,64}")\s*:\s*("(?:[^"\\\n]|\\.){0,1536}"|-?(?:0|[1-9]\d{0,19})(?:\.\d{1,20})?(?:[eE][+-]?\d{1,3})?)\s*}\s*$/;
 
 export function recoverIdFromTail(tail: Uint8Array): JsonRpcId | null {
-  const token = TRAILING_ID.exec(Buffer.from(tail.buffer, tail.byteOffset, tail.byteLength).toString("latin1"))?.[1];
-  if (token === undefined) return null;
+  const member = TRAILING_MEMBER.exec(headDecoder.decode(tail));
+  if (member === null) return null;
   try {
-    return validId(JSON.parse(token));
+    return JSON.parse(member[1]!) === "id" ? validId(JSON.parse(member[2]!)) : null;
   } catch {
-    return null;
+    return null; // a bad escape: not JSON
   }
 }
 

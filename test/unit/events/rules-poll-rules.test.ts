@@ -5,17 +5,17 @@ describe("parsePollResult", () => {
   test("a full result", () => {
     const event = { eventId: "e1", name: "n", timestamp: "2026-01-01T00:00:00Z", data: {} };
     expect(parsePollResult({ events: [event], cursor: "c9", hasMore: true, truncated: true, nextPollMs: 5000 })).toEqual({
-      events: [event],
+      entries: [{ ok: true, occurrence: event }],
       cursor: "c9",
+      refusedCursorChars: null,
       hasMore: true,
       truncated: true,
       nextPollMs: 5000,
-      skipped: 0,
     });
   });
 
   test("only `events` is required; the rest default", () => {
-    expect(parsePollResult({ events: [] })).toEqual({ events: [], cursor: null, hasMore: false, truncated: false, nextPollMs: null, skipped: 0 });
+    expect(parsePollResult({ events: [] })).toEqual({ entries: [], cursor: null, refusedCursorChars: null, hasMore: false, truncated: false, nextPollMs: null });
     expect(parsePollResult({ events: [], cursor: 42, hasMore: "yes", truncated: 1, nextPollMs: -5 })).toMatchObject({
       cursor: null,
       hasMore: false,
@@ -26,7 +26,7 @@ describe("parsePollResult", () => {
       expect(parsePollResult({ events: [], nextPollMs })).toMatchObject({ nextPollMs: null });
     }
     expect(parsePollResult({ events: [], nextPollMs: 0 })).toMatchObject({ nextPollMs: 0 });
-    expect(parsePollResult({ events: [], resultType: "complete", extra: true })).toMatchObject({ events: [] });
+    expect(parsePollResult({ events: [], resultType: "complete", extra: true })).toMatchObject({ entries: [] });
   });
 
   test("a missing or non-array `events`, or a non-object result, is an error", () => {
@@ -35,13 +35,24 @@ describe("parsePollResult", () => {
     }
   });
 
-  test("non-object events are skipped and counted", () => {
-    const page = parsePollResult({ events: [1, { eventId: "a" }, null, "s", [], { eventId: "b" }] });
-    expect(page).toMatchObject({ events: [{ eventId: "a" }, { eventId: "b" }], skipped: 4 });
+  test("each event is checked in its place: non-objects and invalid occurrences become entries to report", () => {
+    const a = { eventId: "a", name: "n" };
+    const b = { eventId: "b", name: "n" };
+    const page = parsePollResult({ events: [1, a, null, "s", [], { eventId: "x".repeat(1025), name: "n" }, b] });
+    if ("error" in page) throw new Error(page.error);
+    expect(page.entries.map((e) => e.ok)).toEqual([false, true, false, false, false, false, true]);
+    expect(page.entries[1]).toEqual({ ok: true, occurrence: a });
+    expect(page.entries[5]).toMatchObject({ ok: false, eventId: `${"x".repeat(256)}…` });
+  });
+
+  test("a cursor too long to store is not adopted, and its length is reported", () => {
+    const long = "c".repeat(65_537);
+    expect(parsePollResult({ events: [], cursor: long })).toMatchObject({ cursor: null, refusedCursorChars: 65_537 });
+    expect(parsePollResult({ events: [], cursor: "c".repeat(65_536) })).toMatchObject({ refusedCursorChars: null });
   });
 
   test("more than 10,000 events is refused", () => {
-    expect(parsePollResult({ events: new Array(10_000).fill({}) })).not.toHaveProperty("error");
+    expect(parsePollResult({ events: new Array(10_000).fill({ eventId: "e", name: "n" }) })).not.toHaveProperty("error");
     expect(parsePollResult({ events: new Array(10_001).fill({}) })).toHaveProperty("error");
   });
 });
@@ -85,6 +96,11 @@ describe("adoptCursor", () => {
       expect(adoptCursor(null, garbage)).toBeNull();
       expect(adoptCursor("keep", garbage)).toBe("keep");
     }
+  });
+
+  test("a cursor too long to store keeps the current one (storing it would fail every later write)", () => {
+    expect(adoptCursor("keep", "c".repeat(65_537))).toBe("keep");
+    expect(adoptCursor("keep", "c".repeat(65_536))).toBe("c".repeat(65_536));
   });
 });
 

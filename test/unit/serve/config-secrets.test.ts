@@ -3,7 +3,9 @@ import { join } from "node:path";
 import { VigilError } from "../../../src/shared/errors.ts";
 import { expandString } from "../../../src/serve/config/expand.ts";
 import { loadServeConfig, modelApiKey, parseServeConfig } from "../../../src/serve/config/load.ts";
-import { describeConfig, redactConfig } from "../../../src/serve/config/redact.ts";
+import { describeConfig, redactConfig, secretValues } from "../../../src/serve/config/redact.ts";
+import { REDACTED, scrubText } from "../../../src/shared/scrub.ts";
+import { tmpDir } from "../../helpers/fixture.ts";
 
 const FIXTURES = join(import.meta.dir, "../../fixtures/configs");
 
@@ -196,5 +198,29 @@ describe("secrets never leak", () => {
     ];
     for (const text of broken) refusal(text);
     refusal(doc(), { ...ENV, TOKEN: `not a url ${TOKEN}`, HOST: `${TOKEN} x` });
+  });
+});
+
+describe("the loaded config's secrets are scrubbed from every later message", () => {
+  test("secretValues: what redactConfig hides, and a URL's password alone", () => {
+    const config = parse(doc((c) => (c.model.base_url = "https://user:pa55w0rd-x@models.example.com/v1")));
+    const values = secretValues(config);
+    for (const v of [`Bearer ${TOKEN}`, LITERAL, TOKEN, "pa55w0rd-x"]) expect(values).toContain(v);
+    expect(values).not.toContain("plain");
+  });
+
+  test("loadServeConfig registers them, and the model's API key, with the process-wide scrubber", async () => {
+    const tmp = tmpDir("vigil-config-secrets");
+    try {
+      const file = join(tmp.path, "vigil.json");
+      await Bun.write(file, doc());
+      const key = `sk-${crypto.randomUUID()}`;
+      const token = `tok-${crypto.randomUUID()}`;
+      expect(scrubText(`${key} ${token}`)).toBe(`${key} ${token}`);
+      await loadServeConfig(file, { ...ENV, TOKEN: token, API_KEY: key });
+      expect(scrubText(`key ${key}, token ${token}, ${LITERAL}`)).toBe(`key ${REDACTED}, token ${REDACTED}, ${REDACTED}`);
+    } finally {
+      tmp.cleanup();
+    }
   });
 });

@@ -1,13 +1,12 @@
 /** The session of `vigil serve` (serve.md §4, §5, §6 item 5) with a scripted fake runner, on real files. */
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import type { ChatMessage } from "../../../src/serve/models/types.ts";
 import type { Command } from "../../../src/serve/protocol/commands.ts";
 import { type FrameBody, messageFrame, okResponse, runEndFrame, runStartFrame } from "../../../src/serve/protocol/frames.ts";
-import { ensureSessionDir } from "../../../src/serve/state/paths.ts";
 import type { TranscriptRecord } from "../../../src/serve/state/transcript.ts";
 import { EVENTS_NOT_ENABLED_MESSAGE, Session, SessionClosedError } from "../../../src/serve/session/session.ts";
 import type { RunOutcome, RunRequest, RunSettled, Runner } from "../../../src/serve/session/types.ts";
-import { type TmpDir, tmpDir } from "../../helpers/fixture.ts";
+import { unitSessions } from "../../helpers/unit-sessions.ts";
 import { waitFor } from "../../helpers/wait.ts";
 
 // ---- harness ----
@@ -79,23 +78,12 @@ class FakeRunner {
   };
 }
 
-let tmp: TmpDir | undefined;
-const opened: Session[] = [];
-afterEach(async () => {
-  for (const s of opened.splice(0)) await s.close().catch(() => {});
-  tmp?.cleanup();
-  tmp = undefined;
-});
-
-function sessionDir(): string {
-  tmp ??= tmpDir("vigil-unit-serve-session");
-  return ensureSessionDir(tmp.path, "s1");
-}
+const sessions = unitSessions("vigil-unit-serve-session");
+const sessionDir = () => sessions.dir();
 
 async function openSession(fake: FakeRunner, dir = sessionDir()) {
   let t = 0;
-  const s = await Session.open({ name: "s1", dir, runner: fake.runner, now: () => ++t });
-  opened.push(s);
+  const s = sessions.track(await Session.open({ name: "s1", dir, runner: fake.runner, now: () => ++t }));
   const settled: RunSettled[] = [];
   s.onRunSettled((r) => settled.push(r));
   return { s, dir, settled };
@@ -524,9 +512,7 @@ describe("injection", () => {
     const bare: Runner = () => {
       throw new Error("sync throw");
     };
-    const dir2 = ensureSessionDir(tmp!.path, "s2");
-    const s2 = await Session.open({ name: "s2", dir: dir2, runner: bare });
-    opened.push(s2);
+    const s2 = sessions.track(await Session.open({ name: "s2", dir: sessions.dir("s2"), runner: bare }));
     const settled2: RunSettled[] = [];
     s2.onRunSettled((r) => settled2.push(r));
     await s2.handle(prompt("p", "x"));

@@ -1,6 +1,6 @@
 // The one reader of an over-cap message's head: ids are read as a JSON parser reads them.
 import { expect, test } from "bun:test";
-import { recoverIdFromHead, recoverIdFromTail, scanHead } from "../../../src/shared/ndjson/message-head.ts";
+import { overCapFacts, recoverIdFromHead, recoverIdFromTail, scanHead } from "../../../src/shared/ndjson/message-head.ts";
 
 const head = (text: string) => Buffer.from(text);
 
@@ -31,4 +31,18 @@ test("a later duplicate id wins, as with JSON.parse", () => {
 test("the tail gives the id only as the last member of the top-level object", () => {
   expect(recoverIdFromTail(head('aaaa"}]},"jsonrpc":"2.0","id":"z"}'))).toBe("z");
   expect(recoverIdFromTail(head('aaaa","id":77}}'))).toBeNull();
+});
+
+test("the tail's key and value are decoded before they are compared (issue 11 item 1)", () => {
+  expect(recoverIdFromTail(head('aaaa"}]},"jsonrpc":"2.0","\\u0069d":77}'))).toBe(77);
+  expect(recoverIdFromTail(head('aaaa"}]},"\\u0069\\u0064":"a\\u002db"}'))).toBe("a-b");
+  expect(recoverIdFromTail(head('aaaa"}]},"idx":77}'))).toBeNull();
+  expect(recoverIdFromTail(head('aaaa"}]},"\\u0069d":1.5e2}'))).toBe(150);
+  expect(recoverIdFromTail(head('aaaa"}]},"\\u0069d":77}}'))).toBeNull();
+});
+
+test("over-cap facts: the tail's id first, and a head with a method never answers a request", () => {
+  expect(overCapFacts(head('{"jsonrpc":"2.0","id":1,"result":{"x":"aaa'), head('aaa"}},"id":2}'))).toEqual({ id: 2, hasMethod: false });
+  expect(overCapFacts(head('{"jsonrpc":"2.0","\\u0069d":3,"result":{"x":"aaa'), head('aaa"}}}'))).toEqual({ id: 3, hasMethod: false });
+  expect(overCapFacts(head('{"jsonrpc":"2.0","met\\u0068od":"x","params":{"a":"aaa'), head('aaa"}},"id":2}'))).toEqual({ id: 2, hasMethod: true });
 });
