@@ -94,7 +94,7 @@ describe("a poll answer over the message cap", () => {
     for (const p of later.slice(seen)) expect(p).toMatchObject({ cursor: String(second.seq), maxEvents: 1 });
     expect(serve.count(isOversizedGap)).toBe(1);
     await waitRuns(env.model, inBatch("small-2"));
-    await waitFor(() => chatBodies(env).some((b) => b.includes("was larger than the message-size limit")), {
+    await waitFor(() => chatBodies(env).some((b) => b.includes("(event id unknown) is too large to be delivered: ")), {
       timeoutMs: 10_000,
       label: "the model told of the unreadable event",
     });

@@ -61,6 +61,11 @@ function gapText({ server, name, event }: BatchEntry): string {
   if (event.reason === "oversized") {
     const what = event.possibly_not_an_event === true ? "A message (possibly not an event)" : "An event";
     const id = typeof event.eventId === "string" && event.eventId !== "" ? prose(event.eventId) : "unknown";
+    // With a `problem` the event was read (too large for a frame) or is one a poll page cannot carry
+    // (polled for again): "dropped unread" would be untrue there.
+    if (typeof event.problem === "string" && event.problem !== "") {
+      return `[gap] ${what} ${where} (event id ${id}) is too large to be delivered: ${prose(event.problem)}. ${RECHECK}`;
+    }
     return `[gap] ${what} ${where} (event id ${id}) was larger than the message-size limit and was dropped unread. ${RECHECK}`;
   }
   if (event.reason === "invalid_event") {

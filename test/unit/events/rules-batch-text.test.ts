@@ -88,6 +88,13 @@ describe("renderBatch", () => {
     expect(ambiguous).not.toContain("<mcp_event ");
   });
 
+  test("an oversized gap with a problem (read, but too large for a frame) says so instead of 'dropped unread'", () => {
+    const read = renderBatch(1, [gap({ reason: "oversized", eventId: "evt_huge", problem: "the event is 9000000 bytes as JSON (at most 4194304 fit in a frame)" })]);
+    expect(read).toContain("[gap] An event for `ticket.updated` on `tickets` (event id `evt_huge`) is too large to be delivered: `the event is 9000000 bytes as JSON");
+    expect(read).not.toContain("dropped unread");
+    expect(read).toContain("Check the current state with the relevant tools");
+  });
+
   test("other gaps say events may have been missed, with a reason-specific explanation", () => {
     const truncated = renderBatch(1, [gap({ reason: "truncated" })]);
     expect(truncated).toContain("[gap] Events for `ticket.updated` on `tickets` may have been missed (the server's history did not reach back far enough).");
