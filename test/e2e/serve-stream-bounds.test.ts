@@ -3,7 +3,6 @@
 // `?since=` past the last frame is refused, and a model answer over the cap fails its run with every
 // frame a client saw also on record. Every wait is bounded; no timing is asserted.
 import { describe, expect, test } from "bun:test";
-import { type Socket, connect } from "node:net";
 import { e2eSuite } from "../helpers/e2e.ts";
 import {
   type Daemon,
@@ -18,42 +17,18 @@ import {
   startDaemon,
   stopDaemon,
 } from "../helpers/serve.ts";
+import { SmallWindowSocket } from "../helpers/small-window-socket.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 const cleanups = e2eSuite();
 
-/** A raw HTTP/1.1 client of the frames stream that reads only when told to. */
-class StalledClient {
-  bytes = 0;
-  ended = false;
-  private constructor(private readonly socket: Socket) {
-    socket.on("data", (chunk: Buffer) => {
-      this.bytes += chunk.length;
-      // Stop reading once the response started: the kernel's receive window stays small (no reads,
-      // no window growth), so what the server sends after that piles up on its side.
-      socket.pause();
-    });
-    socket.on("end", () => (this.ended = true));
-    socket.on("close", () => (this.ended = true));
-    socket.on("error", () => (this.ended = true));
-  }
-
-  static async open(base: string, session: string): Promise<StalledClient> {
-    const url = new URL(framesUrl(base, session));
-    const socket = connect({ host: url.hostname, port: Number(url.port) });
-    const client = new StalledClient(socket);
-    cleanups.add(() => void socket.destroy());
-    socket.write(`GET ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nAccept: text/event-stream\r\n\r\n`);
-    await waitFor(() => client.bytes > 0, { timeoutMs: 10_000, label: "the frames response to start" });
-    return client;
-  }
-
-  /** Reads everything the server still sends. */
-  drain(): void {
-    this.socket.removeAllListeners("data");
-    this.socket.on("data", (chunk: Buffer) => (this.bytes += chunk.length));
-    this.socket.resume();
-  }
+/** A raw HTTP/1.1 client of the frames stream with a 4 KB receive buffer, reading only when told to. */
+async function stalledClient(base: string, session: string): Promise<SmallWindowSocket> {
+  const url = new URL(framesUrl(base, session));
+  const socket = SmallWindowSocket.open(Number(url.port), 4096, `GET ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nAccept: text/event-stream\r\n\r\n`);
+  cleanups.add(() => socket.close());
+  await waitFor(() => (socket.readAvailable(), socket.bytes > 0), { timeoutMs: 10_000, label: "the frames response to start" });
+  return socket;
 }
 
 /** Stores at least `bytes` of frames in session `name` (1 MB prompts, then 4 MiB transcript pages). */
@@ -77,10 +52,12 @@ async function produceFrames(d: Daemon, env: ServeEnv, name: string, bytes: numb
 }
 
 describe("vigil serve --listen: the edges of the frame stream", () => {
-  test("a client that falls more than 4 MiB behind is disconnected, even when it reads nothing meanwhile", async () => {
+  test("a client with a 4 KB receive buffer that falls more than 4 MiB behind is disconnected, even when it reads nothing meanwhile", async () => {
     const env = await serveEnvironment(cleanups, { prefix: "vigil-stream-slow", fixture: false });
     const d = await startDaemon(cleanups, env);
-    const slow = await StalledClient.open(d.base, "slow");
+    const slow = await stalledClient(d.base, "slow");
+    // The kernel doubles the request (a floor applies): the window it advertises stays a few KB.
+    expect(slow.receiveBufferBytes).toBeLessThanOrEqual(16 * 1024);
     const healthy = await SseReader.open(cleanups, framesUrl(d.base, "slow"));
 
     // Far more than the kernel buffers on both sides plus the 4 MiB a client may lag.
@@ -89,9 +66,8 @@ describe("vigil serve --listen: the edges of the frame stream", () => {
     await healthy.until((f) => f.id === "t0");
     expect(healthy.closed).toBe(false);
 
-    slow.drain();
     // It gets what was already on its way, then the end of the connection: it knows to reconnect.
-    await waitFor(() => slow.ended, { timeoutMs: 20_000, label: "the slow client's connection to end", show: () => `${slow.bytes} bytes read` });
+    await waitFor(() => (slow.readAvailable(), slow.ended), { timeoutMs: 20_000, label: "the slow client's connection to end", show: () => `${slow.bytes} bytes read` });
     expect(slow.ended).toBe(true);
     expect(healthy.closed).toBe(false);
     expect(d.client.stderrText()).toContain("an SSE client fell more than 4194304 bytes behind and was disconnected");
