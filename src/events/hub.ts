@@ -59,13 +59,26 @@ export class EventsHub implements SubscriptionHost {
     session.setEventsHandler((command) => answerEventsCommand(context, command));
   }
 
-  static async open(session: EventsSession, dir: string, services: EventsServices, ownsConfigured: boolean, now: () => number = Date.now): Promise<EventsHub> {
-    const store = await EventsStore.open(dir, { maxPending: services.tuning.maxPending, maxPendingBytes: services.tuning.maxPendingBytes });
+  /** `opened`: the session's store when it was already opened (stdio mode checks it before any MCP server starts). */
+  static async open(
+    session: EventsSession,
+    dir: string,
+    services: EventsServices,
+    ownsConfigured: boolean,
+    now: () => number = Date.now,
+    opened?: EventsStore,
+  ): Promise<EventsHub> {
+    const store = opened ?? (await EventsHub.openStore(dir, services.tuning));
     const hub = new EventsHub(session, store, services, ownsConfigured, now);
     hub.startConfigured();
     hub.restoreRuntime();
     if (store.pendingCount > 0) hub.coalescer.kick();
     return hub;
+  }
+
+  /** A session's events store, opened (and refused, when damaged) without starting anything. */
+  static openStore(dir: string, tuning: EventsTuning): Promise<EventsStore> {
+    return EventsStore.open(dir, { maxPending: tuning.maxPending, maxPendingBytes: tuning.maxPendingBytes });
   }
 
   get tuning(): EventsTuning {

@@ -82,18 +82,17 @@ export class EventsService implements EventsServices {
   }
 
   /**
-   * Opens a session's events state the way `attach` will, and closes it again, starting nothing:
-   * stdio mode refuses a damaged `mcp-events.json` or `mcp-events.log` (an EventsStoreError)
-   * before any MCP server starts. A torn log tail is repaired here as on any open.
+   * Opens a session's events state the way `attach` would, starting nothing: stdio mode refuses a
+   * damaged `mcp-events.json` or `mcp-events.log` (an EventsStoreError) before any MCP server
+   * starts, then hands the store to `attach`. A torn log tail is repaired here as on any open.
    */
-  static async checkState(dir: string, tuning: ServeTuning): Promise<void> {
-    const store = await EventsStore.open(dir, { maxPending: tuning.maxPending, maxPendingBytes: tuning.maxPendingBytes });
-    await store.close();
+  static openState(dir: string, tuning: ServeTuning): Promise<EventsStore> {
+    return EventsHub.openStore(dir, tuning);
   }
 
   /** Builds the hub of a freshly opened session (restores its pending events and runtime subscriptions). */
-  async attach(session: EventsSession, dir: string): Promise<EventsHub> {
-    const hub = await EventsHub.open(session, dir, this, session.name === this.owner, this.now);
+  async attach(session: EventsSession, dir: string, opened?: EventsStore): Promise<EventsHub> {
+    const hub = await EventsHub.open(session, dir, this, session.name === this.owner, this.now, opened);
     this.hubs.set(session.name, hub);
     return hub;
   }

@@ -21,6 +21,7 @@ import { VigilError, errorMessage } from "../shared/errors.ts";
 import { StateError } from "../shared/durable/state-error.ts";
 import type { ServeConfig } from "./config/schema.ts";
 import type { ServeTuning } from "./config/tuning.ts";
+import type { EventsStore } from "../events/store/events-store.ts";
 import { EventsService } from "./events-service.ts";
 import type { RunModel } from "./models/types.ts";
 import { type FrameBody, messageFrame } from "./protocol/frames.ts";
@@ -62,6 +63,8 @@ export interface SessionState extends OpenedSession {
   readonly name: string;
   readonly dir: string;
   readonly log: EvidenceLog | null;
+  /** Its events store, when it was checked at opening (`checkEvents`): handed to the hub at attach. */
+  readonly events: EventsStore | null;
   /** Gives the session its runner, once what runs need (the MCP servers) is there. Once. */
   bind(runner: Runner): void;
   /** Closes the session and releases it, when it is never taken into service. */
@@ -82,9 +85,10 @@ export async function openSessionState(parts: StateParts, name: string, o: { che
     release();
     throw e;
   }
+  let events: EventsStore | null = null;
   if (o.checkEvents) {
     try {
-      await EventsService.checkState(dir, parts.tuning);
+      events = await EventsService.openState(dir, parts.tuning);
     } catch (e) {
       await session.close().catch(() => {});
       release();
@@ -95,6 +99,7 @@ export async function openSessionState(parts: StateParts, name: string, o: { che
     name,
     dir,
     log,
+    events,
     session,
     release,
     bind(r) {
@@ -102,6 +107,7 @@ export async function openSessionState(parts: StateParts, name: string, o: { che
       runner = r;
     },
     async discard() {
+      await events?.close().catch(() => {});
       await session.close().catch(() => {});
       release();
     },
@@ -123,7 +129,7 @@ export async function openServeSession(parts: SessionParts, name: string, option
   const { session, release } = opened;
   if (options.subscribe !== undefined) session.subscribe(options.subscribe);
   try {
-    await parts.events.attach(session, opened.dir);
+    await parts.events.attach(session, opened.dir, opened.events ?? undefined);
   } catch (e) {
     await session.close().catch(() => {});
     release();

@@ -18,6 +18,7 @@
  * replacing them would garble ordinary words in every message. Credentials are longer than that
  * (API keys, bearer tokens), and a value of fewer characters is not a credential worth the name.
  */
+import { mapStrings } from "./map-strings.ts";
 
 /** What a secret is replaced by. */
 export const REDACTED = "<redacted>";
@@ -110,51 +111,8 @@ export class Scrubber {
    */
   value(input: unknown, limits: ScrubLimits = SCRUB_LIMITS): unknown {
     if (this.empty) return input;
-    // Nodes are charged when queued, so the work done is bounded by maxNodes whatever the input.
-    let budget = limits.maxNodes - 1;
-    const root: { value?: unknown } = {};
-    const work: Task[] = [{ source: input, depth: 0, put: (v) => (root.value = v) }];
-    while (work.length > 0) {
-      const { source, depth, put } = work.pop()!;
-      if (typeof source === "string") put(this.text(source));
-      else if (typeof source !== "object" || source === null) put(source);
-      else if (depth >= limits.maxDepth) put(TRUNCATED);
-      else if (Array.isArray(source)) {
-        if (source.length > budget) put(TRUNCATED);
-        else {
-          budget -= source.length;
-          const out: unknown[] = new Array(source.length);
-          put(out);
-          for (let i = 0; i < source.length; i++) work.push({ source: source[i], depth: depth + 1, put: (v) => (out[i] = v) });
-        }
-      } else {
-        const keys = Object.keys(source);
-        if (keys.length > budget) put(TRUNCATED);
-        else {
-          budget -= keys.length;
-          const out: Record<string, unknown> = {};
-          put(out);
-          for (const key of keys) {
-            const name = this.text(key);
-            // Defined, not assigned: a `__proto__` key stays a plain member. Defined now, so key order is kept.
-            define(out, name, undefined);
-            work.push({ source: (source as Record<string, unknown>)[key], depth: depth + 1, put: (v) => define(out, name, v) });
-          }
-        }
-      }
-    }
-    return root.value;
+    return mapStrings(input, (text) => this.text(text), { ...limits, deep: TRUNCATED, tooMany: TRUNCATED });
   }
-}
-
-interface Task {
-  source: unknown;
-  depth: number;
-  put: (value: unknown) => void;
-}
-
-function define(target: Record<string, unknown>, key: string, value: unknown): void {
-  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
 /** The forms of one secret worth matching: as is, its token after a scheme, JSON-escaped, URL-encoded. */

@@ -8,14 +8,14 @@
  *
  * Events themselves are not cut here: they are delivered verbatim or not at all (rules/occurrence.ts).
  */
-import { isRecord } from "../../shared/guards.ts";
+import { mapStrings } from "../../shared/map-strings.ts";
 
 export const SERVER_TEXT_LIMITS = {
   /** One string (UTF-16 code units), then "…". */
   textChars: 1024,
   /** `data` of an error, as JSON; past this it is replaced by a note of its size. */
   dataJsonChars: 16_384,
-  /** Containers nested deeper than this are replaced by a note (the scrubber stops at 64 too). */
+  /** Containers nested deeper than this are replaced by a note. */
   depth: 32,
   /** Values visited at most (far more than `dataJsonChars` can hold); past it the value is replaced. */
   nodes: 10_000,
@@ -31,46 +31,23 @@ export function boundText(text: string, max: number = L.textChars): string {
 }
 
 /**
- * A copy of a JSON-like value with every string (object keys too) cut by `boundText`, iteratively.
- * A value whose copy is still over `dataJsonChars` as JSON is replaced by a string saying so.
+ * A copy of a JSON-like value with every string (object keys too) passed through `text` (the
+ * caller's scrubber) and then cut by `boundText`, in one bounded walk (shared/map-strings.ts). A
+ * value whose copy is still over `dataJsonChars` as JSON is replaced by a string saying so.
  */
-export function boundValue(value: unknown): unknown {
-  const root: { value?: unknown } = {};
-  let visited = 0;
-  const work: { source: unknown; depth: number; put: (v: unknown) => void }[] = [{ source: value, depth: 0, put: (v) => (root.value = v) }];
-  for (let task = work.pop(); task !== undefined; task = work.pop()) {
-    const { source, depth, put } = task;
-    if (typeof source === "string") put(boundText(source));
-    else if (typeof source !== "object" || source === null) put(source);
-    else if (depth >= L.depth) put(`(nested deeper than ${L.depth} levels)`);
-    else if ((visited += Array.isArray(source) ? source.length : Object.keys(source).length) > L.nodes) {
-      // Charged before anything is queued, so the work is bounded whatever the input.
-      return `(more than ${L.nodes} values, left out)`;
-    } else if (Array.isArray(source)) {
-      const out: unknown[] = new Array(source.length);
-      put(out);
-      source.forEach((item, i) => work.push({ source: item, depth: depth + 1, put: (v) => (out[i] = v) }));
-    } else if (isRecord(source)) {
-      const out: Record<string, unknown> = {};
-      put(out);
-      for (const [key, item] of Object.entries(source)) {
-        const name = boundText(key);
-        // Defined now (key order is kept), and defined, not assigned: a `__proto__` key stays a plain member.
-        define(out, name, undefined);
-        work.push({ source: item, depth: depth + 1, put: (v) => define(out, name, v) });
-      }
-    } else put(String(source));
-  }
+export function boundValue(value: unknown, text: (s: string) => string = (s) => s): unknown {
+  const copy = mapStrings(value, (s) => boundText(text(s)), {
+    maxDepth: L.depth,
+    maxNodes: L.nodes,
+    deep: `(nested deeper than ${L.depth} levels)`,
+    tooMany: `(more than ${L.nodes} values, left out)`,
+  });
   let json: string | undefined;
   try {
-    json = JSON.stringify(root.value);
+    json = JSON.stringify(copy);
   } catch {
     return "(not representable as JSON)";
   }
   if (json !== undefined && json.length > L.dataJsonChars) return `(${json.length} characters of JSON, left out: at most ${L.dataJsonChars} are kept)`;
-  return root.value;
-}
-
-function define(target: Record<string, unknown>, key: string, value: unknown): void {
-  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  return copy;
 }

@@ -21,7 +21,7 @@ import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { McpServerPool } from "../../mcp/server-pool.ts";
 import type { EventsServerConfig } from "../config.ts";
 import { errorMessage } from "../../shared/errors.ts";
-import { scrubText, scrubValue } from "../../shared/scrub.ts";
+import { scrubText } from "../../shared/scrub.ts";
 import { eventsCapability } from "../rules/capability.ts";
 import { boundText, boundValue } from "../rules/server-text.ts";
 import { EventsRpcError } from "../rules/errors.ts";
@@ -258,9 +258,9 @@ function serverText(text: string): string {
   return boundText(scrubText(text));
 }
 
-/** A server's `error` object or error `data`, the same way (every string in it, and its size). */
+/** A server's `error` object or error `data`, the same way (every string in it, and its size), in one walk. */
 function serverValue(value: unknown): unknown {
-  return boundValue(scrubValue(value));
+  return boundValue(value, scrubText);
 }
 
 /** The SDK prefixes "MCP error <code>: " to server messages; the code is reported separately. */
