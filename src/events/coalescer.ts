@@ -1,26 +1,39 @@
 /**
  * Hands pending events to the session's model in batches (serve.md §6 item 5), at least once:
  *
- * - at most one injection per coalesce window (VIGIL_EVENTS_COALESCE_MS), at most 50 events each,
+ * - at most one injection per coalesce window (VIGIL_EVENTS_COALESCE_MS), at most 50 events each
+ *   and only as many as fit the session's `injectionMaxBytes` (its model context; an event larger
+ *   than that is cut in the text, rules/batch-text.ts `fitBatch`),
  *   after a short settle so a burst becomes one batch; steer events go in even mid-run, follow-ups
  *   are held while a run is in flight;
  * - the store is committed before a batch is injected: the model only ever sees durable events;
  * - a batch is tagged; the session reports the tag `delivered` (the model received it in a run
  *   that succeeded and whose transcript synced) → its entries are marked done and committed; or
  *   `returned` (failed/aborted run, steer never seen) → its entries are ready again; after 3
- *   attempts an entry is dropped and reported.
+ *   attempts an entry is dropped and reported;
+ * - a steered batch is reported `received` as soon as a model turn carrying it was answered: it is
+ *   done and committed then, so nothing later in its run (a failure, a compaction, a crash) can
+ *   inject it again;
+ * - a run that ended `model_unavailable` counts no attempt: the next batch waits out a backoff
+ *   (delivery-rules.ts) and clients get `model_unavailable` frames, then `model_available` once a
+ *   run is answered again. Attempts counts live in the pending log with the entries, so the bound
+ *   holds across restarts and crashes.
  */
 import { errorMessage } from "../shared/errors.ts";
 import { logLine } from "../shared/log.ts";
 import { type Scheduler, type TimerHandle, realScheduler } from "../shared/time.ts";
-import type { McpEventStatusDetail } from "./frames.ts";
-import type { InjectResult, Injection, RunSettled, SessionState } from "./ports.ts";
-import { renderBatch } from "./rules/batch-text.ts";
+import { judgeReturned, MAX_ATTEMPTS, modelBackoffMs } from "./delivery-rules.ts";
+import type { EventsFrame, McpEventStatusDetail } from "./frames.ts";
+import { modelAvailableFrame, modelUnavailableFrame } from "./model-status.ts";
+import { type InjectResult, type Injection, MODEL_UNAVAILABLE, type ReceivedListener, type RunSettled, type SessionState } from "./ports.ts";
+import { type BatchEntry, fitBatch, renderBatch } from "./rules/batch-text.ts";
 import type { EventsStore } from "./store/events-store.ts";
 import type { PendingEntry } from "./types.ts";
 
 export const MAX_BATCH = 50;
-export const MAX_ATTEMPTS = 3;
+export { MAX_ATTEMPTS } from "./delivery-rules.ts";
+/** VIGIL_MODEL_BACKOFF_CAP_MS's default. */
+export const DEFAULT_MODEL_BACKOFF_CAP_MS = 300_000;
 const SETTLE_MS = 250;
 const RETRY_AFTER_FAILED_COMMIT_MS = 1000;
 
@@ -30,6 +43,10 @@ export interface InjectTarget {
   readonly closed: boolean;
   inject(injection: Injection): InjectResult;
   onRunSettled(listener: (report: RunSettled) => void): () => void;
+  /** The largest batch text the session's model takes (bytes); none: no bound. */
+  readonly injectionMaxBytes?: number;
+  onReceived(listener: ReceivedListener): () => void;
+  emit(frame: EventsFrame): number | null;
 }
 
 /** A process-wide batch number: two batches with the same content are told apart by it. */
@@ -38,12 +55,14 @@ let batchCounter = 0;
 export class Coalescer {
   private readonly inflight = new Map<string, number[]>();
   private readonly inBatch = new Set<number>();
-  private readonly attempts = new Map<number, number>();
+  /** Consecutive runs that found the model unavailable, and until when the next batch waits. */
+  private outages = 0;
+  private holdUntil = Number.NEGATIVE_INFINITY;
   private lastInjectAt = Number.NEGATIVE_INFINITY;
   private timer: TimerHandle | null = null;
   private firing = false;
   private stopped = false;
-  private readonly off: () => void;
+  private readonly offs: (() => void)[];
 
   constructor(
     private readonly session: InjectTarget,
@@ -52,8 +71,10 @@ export class Coalescer {
     private readonly dropped: (entry: PendingEntry, detail: McpEventStatusDetail & { kind: "dropped" }) => void,
     /** The clock and timers (tests inject a fake one and advance it instead of sleeping). */
     private readonly scheduler: Scheduler = realScheduler,
+    /** VIGIL_MODEL_BACKOFF_CAP_MS. */
+    private readonly backoffCapMs: number = DEFAULT_MODEL_BACKOFF_CAP_MS,
   ) {
-    this.off = session.onRunSettled((report) => this.settled(report));
+    this.offs = [session.onRunSettled((report) => this.settled(report)), session.onReceived((tags) => this.received(tags))];
   }
 
   /** Entries queued and not in a batch the model may be working on. */
@@ -66,16 +87,18 @@ export class Coalescer {
   /** Something may be ready: (re)arm the timer. */
   kick(): void {
     if (this.stopped || this.timer !== null || this.firing) return;
-    const at = Math.max(this.scheduler.now() + Math.min(SETTLE_MS, this.windowMs), this.lastInjectAt + this.windowMs);
+    const at = Math.max(this.scheduler.now() + Math.min(SETTLE_MS, this.windowMs), this.lastInjectAt + this.windowMs, this.holdUntil);
     this.timer = this.scheduler.setTimeout(() => {
       this.timer = null;
-      void this.fire();
+      // A backoff that began after this timer was armed still holds.
+      if (this.scheduler.now() < this.holdUntil) this.kick();
+      else void this.fire();
     }, Math.max(0, at - this.scheduler.now()));
   }
 
   stop(): void {
     this.stopped = true;
-    this.off();
+    for (const off of this.offs) off();
     if (this.timer !== null) this.scheduler.clearTimeout(this.timer);
     this.timer = null;
   }
@@ -85,7 +108,10 @@ export class Coalescer {
     const ready = this.store.pending().filter((e) => !this.inBatch.has(e.seq));
     const steer = ready.filter((e) => e.action === "steer");
     const idle = this.session.state === "idle";
-    const batch = steer.length > 0 ? steer.slice(0, MAX_BATCH) : idle ? ready.slice(0, MAX_BATCH) : [];
+    const chosen = steer.length > 0 ? steer.slice(0, MAX_BATCH) : idle ? ready.slice(0, MAX_BATCH) : [];
+    // Only what fits the session's model context goes in (issue 12 item A); the rest is the next batch.
+    const fit = fitBatch(chosen.map(batchEntry), this.session.injectionMaxBytes ?? Number.POSITIVE_INFINITY);
+    const batch = chosen.slice(0, fit.count);
     // Follow-ups wait for the run in flight; its settlement kicks again.
     if (batch.length === 0) return;
     const behavior = batch[0]!.action === "steer" ? "steer" : "follow_up";
@@ -110,13 +136,7 @@ export class Coalescer {
     }
     const id = ++batchCounter;
     const tag = `mcp_events:${id}`;
-    const text = renderBatch(id, batch.map(({ server, name, arguments: args, instructions, event }) => ({
-      server,
-      name,
-      arguments: args,
-      ...(instructions !== undefined ? { instructions } : {}),
-      event: event as Record<string, unknown>,
-    })));
+    const text = renderBatch(id, batch.map(batchEntry), fit.payloadMaxBytes);
     try {
       this.session.inject({ tag, text, behavior });
     } catch {
@@ -129,42 +149,68 @@ export class Coalescer {
   }
 
   private settled(report: RunSettled): void {
-    let done: number[] = [];
-    for (const tag of report.delivered) {
-      const seqs = this.inflight.get(tag);
-      if (seqs === undefined) continue;
-      this.inflight.delete(tag);
-      done = done.concat(seqs);
-      for (const s of seqs) {
-        this.inBatch.delete(s);
-        this.attempts.delete(s);
+    const done = this.take(report.delivered);
+    const unavailable = report.code === MODEL_UNAVAILABLE;
+    const verdict = judgeReturned(this.take(report.returned), (seq) => this.store.attemptsOf(seq), unavailable);
+    if (verdict.counted.size > 0) this.store.setAttempts(verdict.counted);
+    for (const seq of verdict.dropped) {
+      const entry = this.store.pending().find((e) => e.seq === seq);
+      done.push(seq);
+      if (entry !== undefined) {
+        const error = `dropped after ${MAX_ATTEMPTS} injections that never reached the model (last run: ${report.status})`;
+        logLine(`serve: events: ${entry.server}/${entry.name}: an event was ${error}`);
+        this.dropped(entry, { kind: "dropped", event: entry.event as never, error });
       }
     }
-    for (const tag of report.returned) {
-      const seqs = this.inflight.get(tag);
-      if (seqs === undefined) continue;
-      this.inflight.delete(tag);
-      for (const s of seqs) {
-        this.inBatch.delete(s);
-        const n = (this.attempts.get(s) ?? 0) + 1;
-        if (n < MAX_ATTEMPTS) {
-          this.attempts.set(s, n);
-          continue;
-        }
-        this.attempts.delete(s);
-        const entry = this.store.pending().find((e) => e.seq === s);
-        done.push(s);
-        if (entry !== undefined) {
-          const error = `dropped after ${MAX_ATTEMPTS} injections that never reached the model (last run: ${report.status})`;
-          logLine(`serve: events: ${entry.server}/${entry.name}: an event was ${error}`);
-          this.dropped(entry, { kind: "dropped", event: entry.event as never, error });
-        }
-      }
-    }
-    if (done.length > 0) {
-      this.store.markDone(done);
-      this.store.commit().catch((e) => logLine(`serve: events: could not record delivered events (they may be injected again): ${errorMessage(e)}`));
-    }
+    this.noteModel(report, unavailable);
+    if (done.length > 0) this.store.markDone(done);
+    if (done.length > 0 || verdict.counted.size > 0) this.commitNow();
     this.kick();
   }
+
+  /** Steered batches the model received mid-run: delivered, and committed at once. */
+  private received(tags: string[]): void {
+    const done = this.take(tags);
+    if (done.length === 0) return;
+    this.store.markDone(done);
+    this.commitNow();
+  }
+
+  /** The seqs of the batches with these tags, which leave the in-flight set. */
+  private take(tags: readonly string[]): number[] {
+    const seqs: number[] = [];
+    for (const tag of tags) {
+      const batch = this.inflight.get(tag);
+      if (batch === undefined) continue;
+      this.inflight.delete(tag);
+      for (const s of batch) this.inBatch.delete(s);
+      seqs.push(...batch);
+    }
+    return seqs;
+  }
+
+  /** Backs off while runs find the model unavailable; ends the outage at the first run it answered. */
+  private noteModel(report: RunSettled, unavailable: boolean): void {
+    if (unavailable) {
+      this.outages++;
+      const wait = modelBackoffMs(this.outages, this.backoffCapMs);
+      this.holdUntil = this.scheduler.now() + wait;
+      const error = report.error ?? "the model is unavailable";
+      if (this.outages === 1) logLine(`serve: events: the model is unavailable (${error}); pending events wait for it`);
+      this.session.emit(modelUnavailableFrame(error, wait));
+    } else if (this.outages > 0 && report.status !== "aborted") {
+      logLine(`serve: events: the model answers again after ${this.outages} unavailable run(s)`);
+      this.outages = 0;
+      this.holdUntil = Number.NEGATIVE_INFINITY;
+      this.session.emit(modelAvailableFrame());
+    }
+  }
+
+  private commitNow(): void {
+    this.store.commit().catch((e) => logLine(`serve: events: could not record delivered events or attempts (they may be injected again): ${errorMessage(e)}`));
+  }
+}
+
+function batchEntry({ server, name, arguments: args, instructions, event }: PendingEntry): BatchEntry {
+  return { server, name, arguments: args, ...(instructions !== undefined ? { instructions } : {}), event: event as Record<string, unknown> };
 }

@@ -6,6 +6,7 @@
  *
  * The builders leave `seq` out: the session numbers every frame when it emits it.
  */
+import type { ModelStatusFrame } from "./model-status.ts";
 import type { EventAction, EventDelivery } from "./types.ts";
 
 /** One occurrence, verbatim (push and webhook occurrences carry their `cursor`). */
@@ -81,7 +82,7 @@ export type McpEventStatusKind = McpEventStatusDetail["kind"];
 export type McpEventStatusFrame = { type: "mcp_event_status" } & SubscriptionKey & McpEventStatusDetail;
 
 /** The frames the events client emits into a session. */
-export type EventsFrame = McpEventFrame | McpEventStatusFrame;
+export type EventsFrame = McpEventFrame | McpEventStatusFrame | ModelStatusFrame;
 
 // ---- `response` data of the `mcp_events_*` commands ----
 

@@ -47,7 +47,7 @@ export class EventsHub implements SubscriptionHost {
   ) {
     this.coalescer = new Coalescer(session, store, services.tuning.coalesceMs, (entry, detail) => {
       session.emit(mcpEventStatusFrame({ server: entry.server, name: entry.name, arguments: entry.arguments }, detail));
-    });
+    }, undefined, services.tuning.modelBackoffCapMs);
     // A response frame answers a client's command: the runtime-subscription TTL runs from the last one.
     this.offFrames = session.subscribe((frame) => {
       if (frame.type === "response" && this.hasRuntimeRecords()) {
@@ -98,6 +98,11 @@ export class EventsHub implements SubscriptionHost {
     if (this.store.pendingCount > 0) return true;
     for (const sub of this.subs.values()) if (sub.live) return true;
     return false;
+  }
+
+  /** The server is connected again: its subscriptions waiting to retry resume now. */
+  wakeServer(server: string): void {
+    for (const sub of this.subs.values()) if (sub.spec.server === server) sub.wake();
   }
 
   /** Starts (or restarts) a subscription under this hub. */

@@ -39,9 +39,22 @@ export interface RunSettled {
   delivered: string[];
   /** Tags of batches that went into a run that did not succeed, or were handed over but never seen: re-inject them. */
   returned: string[];
+  /**
+   * The run_end's stable code. `model_unavailable`: the model never accepted the run's request
+   * (serve.md §5 "Outages are not attempts"): its batches come back without counting an attempt.
+   */
+  code?: string;
+  /** The run_end's error, if any (one line). */
+  error?: string;
 }
 
+/** The run_end (and RunSettled) code of a run whose model never accepted the request. */
+export const MODEL_UNAVAILABLE = "model_unavailable";
+
 export type RunSettledListener = (report: RunSettled) => void;
+
+/** Tags of steered batches the model has just received (mid-run): delivered now, whatever the run does later. */
+export type ReceivedListener = (tags: string[]) => void;
 
 /** Sees each frame the session stores and sends (only its type matters here). */
 export type FrameSeen = (frame: { readonly type: string }) => void;
@@ -51,9 +64,12 @@ export interface EventsSession {
   readonly name: string;
   readonly state: SessionState;
   readonly closed: boolean;
+  /** The largest batch text its model takes, in bytes (from `model.context_tokens`); none: no bound. */
+  readonly injectionMaxBytes?: number;
   /** Hands a batch to the model (never refused while open; throws once closed). */
   inject(injection: Injection): InjectResult;
   onRunSettled(listener: RunSettledListener): () => void;
+  onReceived(listener: ReceivedListener): () => void;
   /** Stores and sends a frame; its seq, or null once closed. */
   emit(frame: EventsFrame): number | null;
   subscribe(listener: FrameSeen): () => void;
@@ -74,6 +90,8 @@ export interface EventsTuning {
   readonly runtimeTtlMs: number;
   readonly streamBuffer: number;
   readonly longPollMs: number;
+  /** Cap of the backoff while the model is unavailable (VIGIL_MODEL_BACKOFF_CAP_MS). */
+  readonly modelBackoffCapMs: number;
 }
 
 /** What the program shares with every session's events client. */

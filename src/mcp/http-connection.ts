@@ -11,10 +11,14 @@
  * - a plain JSON answer that announces an over-cap Content-Length is not even read: it is replaced
  *   by the same error for each request of that POST, so memory stays bounded for those. An SSE
  *   body is filtered event by event (`cappedSseStream`): an over-cap event is dropped as it streams
- *   and a small stand-in (an event notification) or an error response (the POST's answer) follows.
+ *   and a small stand-in (an event notification) or an error response (the POST's answer) follows;
+ * - the supervisor hears when the connection is lost (`onConnectionLost`, serve.md §6 item 10): a
+ *   request whose fetch fails (not one vigil aborted), or a 404 to a request that carried
+ *   `Mcp-Session-Id` (the server forgot the session: streamable HTTP says to initialize anew).
  */
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
+import { errorMessage } from "../shared/errors.ts";
 import { isRecord } from "../shared/guards.ts";
 import { cappedSseStream } from "./caps/sse-cap.ts";
 import { checkedMaxMessageBytes, envMaxMessageBytes } from "./stdio-config.ts";
@@ -29,6 +33,8 @@ export interface HttpConnectionOptions {
   maxMessageBytes?: number;
   /** For tests: the fetch underneath the cap guard. */
   fetch?: FetchLike;
+  /** Told (with a one-line reason) when the connection is lost; see `watchedFetch`. */
+  onConnectionLost?: (reason: string) => void;
 }
 
 /** Throws VigilError("config_invalid") for a malformed cap; opens nothing until start(). */
@@ -36,9 +42,31 @@ export function createHttpTransport(options: HttpConnectionOptions): ObservedTra
   const maxMessageBytes = checkedMaxMessageBytes(options.maxMessageBytes ?? envMaxMessageBytes());
   const inner = new StreamableHTTPClientTransport(new URL(options.url), {
     requestInit: { headers: { ...(options.headers ?? {}) } },
-    fetch: cappedFetch(cancellableStreams(options.fetch ?? ((url, init) => fetch(url, init))), maxMessageBytes),
+    fetch: cappedFetch(cancellableStreams(watchedFetch(options.fetch ?? ((url, init) => fetch(url, init)), options.onConnectionLost)), maxMessageBytes),
   });
   return new ObservedTransport(inner, { name: options.name, maxMessageBytes });
+}
+
+/**
+ * A fetch that tells `lost` when the connection is gone: the request could not be made (refused,
+ * reset, DNS) although nobody aborted it, or the server answered 404 to a request that carried
+ * `Mcp-Session-Id` (an expired session). The request itself fails as before.
+ */
+export function watchedFetch(base: FetchLike, lost: ((reason: string) => void) | undefined): FetchLike {
+  if (lost === undefined) return base;
+  return async (url, init) => {
+    let response: Response;
+    try {
+      response = await base(url, init);
+    } catch (e) {
+      if (init?.signal?.aborted !== true) lost(`the connection failed: ${errorMessage(e)}`);
+      throw e;
+    }
+    if (response.status === 404 && new Headers(init?.headers).has("mcp-session-id")) {
+      lost("the MCP session expired (HTTP 404 to a request with Mcp-Session-Id)");
+    }
+    return response;
+  };
 }
 
 /**

@@ -36,6 +36,7 @@ export class ObservedTransport implements Transport {
   private rawInitialize: Record<string, unknown> | undefined;
   private oversized = 0;
   private readonly outgoingListeners = new Set<(message: JSONRPCMessage) => void>();
+  private readonly incomingListeners = new Set<(message: JSONRPCMessage) => void>();
 
   constructor(inner: Transport, options: ObservedTransportOptions) {
     this.inner = inner;
@@ -75,6 +76,16 @@ export class ObservedTransport implements Transport {
   onOutgoing(listener: (message: JSONRPCMessage) => void): () => void {
     this.outgoingListeners.add(listener);
     return () => void this.outgoingListeners.delete(listener);
+  }
+
+  /**
+   * Sees every incoming message as the Client gets it (after the cap). The server pool uses it to
+   * hear `notifications/tools/list_changed` and `notifications/events/list_changed`, whichever
+   * handlers the Client has.
+   */
+  onIncoming(listener: (message: JSONRPCMessage) => void): () => void {
+    this.incomingListeners.add(listener);
+    return () => void this.incomingListeners.delete(listener);
   }
 
   async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
@@ -127,6 +138,7 @@ export class ObservedTransport implements Transport {
       }
       this.outstanding.settle(delivered.id);
     }
+    for (const listener of this.incomingListeners) listener(delivered);
     try {
       this.onmessage?.(delivered, extra);
     } catch (e) {

@@ -24,9 +24,12 @@ import type { ServeConfig } from "./config/schema.ts";
 import { type ServeTuning, loadServeTuning } from "./config/tuning.ts";
 import { DEFAULT_EVENTS_SESSION, EventsService } from "./events-service.ts";
 import { createRunModel } from "./models/registry.ts";
+import { SessionFaults } from "./session-faults.ts";
 import { SessionTable } from "./session-table.ts";
+import type { Session } from "./session/session.ts";
 import { type SessionParts, closeServeSession, openServeSession, openSessionState } from "./session-wiring.ts";
 import { ensureStateDir, resolveStateDir } from "./state/paths.ts";
+import { TRANSCRIPT_DEFAULTS } from "./state/transcript-types.ts";
 import type { ServeApp, ServeAppOptions } from "./types.ts";
 
 export type { OpenOptions, ServeApp, ServeAppOptions } from "./types.ts";
@@ -34,9 +37,16 @@ export type { OpenOptions, ServeApp, ServeAppOptions } from "./types.ts";
 export async function startServeApp(options: ServeAppOptions = {}): Promise<ServeApp> {
   const env = options.env ?? process.env;
   const { config, tuning, stateDir, policy, model } = await loadRefusables(options, env);
+  const transcript = { segmentBytes: tuning.transcriptSegmentBytes, retainBytes: options.transcriptRetainBytes ?? TRANSCRIPT_DEFAULTS.retainBytes };
   logLine(`serve: ${describeConfig(config)} state=${stateDir}`);
+  // The containment boundary (session-faults.ts): called only once sessions run, so after the
+  // table and the events service below exist.
+  const faults = new SessionFaults({ close: (n) => sessions.close(n), restartsAfterFailure: (n) => events.restartsAfterFailure(n) });
+  const contain = (name: string, session: Session, error: unknown) => void faults.contain(name, session, error);
+  // get_state's `servers`: read only by commands, which no session answers before the pool exists.
+  const serverStates = () => pool.serverStates();
   // stdio mode's session: its state is opened (or refused) while no MCP server runs yet.
-  const first = options.firstSession === undefined ? null : await openSessionState({ config, stateDir, tuning }, options.firstSession, { checkEvents: true });
+  const first = options.firstSession === undefined ? null : await openSessionState({ config, stateDir, tuning, transcript, faults: contain, serverStates }, options.firstSession, { checkEvents: true });
 
   // From here on MCP server processes may exist: every way out must end them.
   process.on("exit", killAllStdioTransportGroups);
@@ -55,7 +65,7 @@ export async function startServeApp(options: ServeAppOptions = {}): Promise<Serv
     owner: options.events?.owner ?? DEFAULT_EVENTS_SESSION,
     reapable: options.events?.reapable ?? false,
   });
-  const parts: SessionParts = { config, stateDir, tuning, policy, model, pool, events };
+  const parts: SessionParts = { config, stateDir, tuning, transcript, policy, model, pool, events, faults: contain, serverStates };
   // Opened before the pool, taken into service by the first openSession of its name.
   let waiting = first;
   const sessions = new SessionTable({
@@ -82,6 +92,8 @@ export async function startServeApp(options: ServeAppOptions = {}): Promise<Serv
     runBoundMs: config.model.timeout_ms,
     events,
     keepsAlive: (name) => events.keepsAlive(name),
+    serverStates: () => pool.serverStates(),
+    onSessionEnded: (listener) => faults.onEnded(listener),
     sessionNames: () => sessions.names(),
     openSession: (name, o) => sessions.open(name, o),
     closeSession: (name) => sessions.close(name),
@@ -99,16 +111,17 @@ async function loadRefusables(options: ServeAppOptions, env: Env) {
   return { config, tuning, stateDir, policy, model };
 }
 
-/** Connects every configured server; one that fails is logged and stays unavailable (serve goes on). */
+/** Connects every configured server; one that fails is logged and retried by the pool (serve goes on). */
 async function connectPool(config: ServeConfig, tuning: ServeTuning): Promise<McpServerPool> {
   const pool = await McpServerPool.connect(config.mcp_servers, {
     clientInfo: { name: "vigil", version: VERSION },
     maxMessageBytes: tuning.mcpMaxMessageBytes,
     graceMs: tuning.shutdownGraceMs,
+    backoff: { initialMs: tuning.mcpReconnectInitialMs, capMs: Math.max(tuning.mcpReconnectInitialMs, tuning.mcpReconnectCapMs) },
   });
-  for (const name of pool.serverNames) {
-    const status = pool.status(name);
-    if (status?.state === "failed") logLine(`serve: MCP server ${JSON.stringify(name)} is unavailable: ${status.reason}`);
+  for (const s of pool.serverStates()) {
+    // Not connected yet: the pool keeps trying with backoff (serve.md §6 item 10).
+    if (s.state !== "connected") logLine(`serve: MCP server ${JSON.stringify(s.name)} is unavailable (${s.state}): ${s.error ?? "not connected"}`);
   }
   return pool;
 }

@@ -52,6 +52,11 @@ export class EventsService implements EventsServices {
     this.owner = o.owner;
     this.now = o.now ?? Date.now;
     this.streamBudget = { open: 0, max: o.tuning.maxHttpStreams };
+    // A server connected again: every session's subscriptions to it resume from their cursors now,
+    // not after their own retry backoff (serve.md §6 item 10). The pool lives as long as this service.
+    o.pool.onServerEvent((e) => {
+      if (e.kind === "connected") for (const hub of this.hubs.values()) hub.wakeServer(e.server);
+    });
   }
 
   /** Any configured subscription exists (the daemon then starts the owner session at boot). */
@@ -108,6 +113,16 @@ export class EventsService implements EventsServices {
     if (hub === undefined) return;
     this.hubs.delete(name);
     await hub.close();
+  }
+
+  /**
+   * A session that failed must come back (issue 12 item F): the owner of the configured
+   * subscriptions, or one with live subscriptions or pending events (even with --mcp-events-reapable:
+   * a failure is not idleness).
+   */
+  restartsAfterFailure(name: string): boolean {
+    if (name === this.owner && this.hasConfigured) return true;
+    return this.hubs.get(name)?.keepsAlive() ?? false;
   }
 
   /** The reaper must not close this session. */

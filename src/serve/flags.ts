@@ -13,6 +13,7 @@ import { usageError } from "../shared/errors.ts";
 import { type FlagTable, type FlagValues, flagRefusal, scanFlags } from "../shared/flags.ts";
 import { type ListenAddress, parseListen } from "./daemon/listen.ts";
 import { isValidSessionName } from "./state/paths.ts";
+import { parseRetainBytes } from "./state/transcript-retain.ts";
 
 export const SERVE_FLAGS = {
   config: { type: "string", description: "Config file (default $VIGIL_CONFIG, then ./vigil.json)", valueHint: "FILE" },
@@ -20,6 +21,8 @@ export const SERVE_FLAGS = {
   session: { type: "string", description: "stdio mode: the session name (default: default)", valueHint: "NAME" },
   listen: { type: "string", description: "Daemon mode: serve HTTP on HOST:PORT (a bare PORT binds 127.0.0.1)", valueHint: "HOST:PORT" },
   "session-idle-timeout": { type: "string", description: "Daemon: reap sessions idle this long (default 3600, 0 = never)", valueHint: "SECS" },
+  "max-sessions": { type: "string", description: "Daemon: open sessions at most; past it a new one gets 503 (default 1000)", valueHint: "N" },
+  "transcript-retain-bytes": { type: "string", description: "Keep at most this much of each session's transcript; older segments are deleted (default 1 GiB)", valueHint: "BYTES" },
   "mcp-events-callback-url": { type: "string", description: "MCP Events: public base URL routing to the listener (needs --listen)", valueHint: "URL" },
   "mcp-events-session": { type: "string", description: "MCP Events: the daemon session owning configured subscriptions", valueHint: "NAME" },
   "mcp-events-reapable": { type: "boolean", description: "MCP Events: let the idle reaper end sessions with live subscriptions" },
@@ -41,10 +44,12 @@ export function parseServeArgs(rawArgs: readonly string[]): ServeFlags {
 
 const MAX_IDLE_TIMEOUT_SECS = 365 * 24 * 3600;
 export const DEFAULT_IDLE_TIMEOUT_SECS = 3600;
+export const DEFAULT_MAX_SESSIONS = 1000;
+const MAX_MAX_SESSIONS = 1_000_000;
 
 export type ServeMode =
   | { kind: "stdio"; session: string }
-  | { kind: "daemon"; listen: ListenAddress; idleTimeoutSecs: number };
+  | { kind: "daemon"; listen: ListenAddress; idleTimeoutSecs: number; maxSessions: number };
 
 /** What `vigil serve` runs: where its config and state are, who owns the configured subscriptions, and the mode. */
 export interface ServePlan {
@@ -56,6 +61,8 @@ export interface ServePlan {
   eventsOwner: string | undefined;
   /** Whether the idle reaper may end sessions with live subscriptions. */
   eventsReapable: boolean;
+  /** `--transcript-retain-bytes` (default 1 GiB). */
+  transcriptRetainBytes: number;
   mode: ServeMode;
 }
 
@@ -74,6 +81,8 @@ export function planServe(flags: ServeFlags): ServePlan {
   if (idle !== undefined && (!/^[0-9]{1,10}$/.test(idle) || Number(idle) > MAX_IDLE_TIMEOUT_SECS)) {
     throw usageError(`--session-idle-timeout: expected whole seconds from 0 to ${MAX_IDLE_TIMEOUT_SECS} (0 = never)`);
   }
+  const maxSessions = parseMaxSessions(flags["max-sessions"], listen !== null);
+  const transcriptRetainBytes = parseRetainBytes(flags["transcript-retain-bytes"]);
   const callback = flags["mcp-events-callback-url"];
   if (callback !== undefined) {
     if (listen === null) throw usageError("--mcp-events-callback-url requires --listen");
@@ -91,10 +100,21 @@ export function planServe(flags: ServeFlags): ServePlan {
     // In stdio mode the only session owns the configured subscriptions.
     eventsOwner: listen === null ? session : eventsSession,
     eventsReapable: flags["mcp-events-reapable"] === true,
+    transcriptRetainBytes,
     mode: listen === null
       ? { kind: "stdio", session }
-      : { kind: "daemon", listen, idleTimeoutSecs: idle === undefined ? DEFAULT_IDLE_TIMEOUT_SECS : Number(idle) },
+      : { kind: "daemon", listen, idleTimeoutSecs: idle === undefined ? DEFAULT_IDLE_TIMEOUT_SECS : Number(idle), maxSessions },
   };
+}
+
+/** `--max-sessions N` (issue 12 item F): daemon mode only; 1 to 1,000,000. */
+function parseMaxSessions(raw: string | undefined, daemon: boolean): number {
+  if (raw === undefined) return DEFAULT_MAX_SESSIONS;
+  if (!daemon) throw usageError("--max-sessions caps the daemon's sessions: it requires --listen");
+  if (!/^[0-9]{1,7}$/.test(raw) || Number(raw) < 1 || Number(raw) > MAX_MAX_SESSIONS) {
+    throw usageError(`--max-sessions: expected a whole number from 1 to ${MAX_MAX_SESSIONS}`);
+  }
+  return Number(raw);
 }
 
 function invalidNameMessage(name: string): string {

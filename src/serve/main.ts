@@ -29,6 +29,7 @@ export async function runServe(flags: ServeFlags): Promise<number> {
       stateDir: plan.stateDir,
       firstSession: plan.mode.kind === "stdio" ? plan.mode.session : undefined,
       events: { owner: plan.eventsOwner, reapable: plan.eventsReapable },
+      transcriptRetainBytes: plan.transcriptRetainBytes,
     });
   } finally {
     offSignals();
@@ -47,5 +48,5 @@ async function modeRunner(mode: ServeMode): Promise<(app: ServeApp) => Promise<n
     return (app) => runStdioMode(app, { session: mode.session });
   }
   const { runDaemonMode } = await import("./daemon/run.ts");
-  return (app) => runDaemonMode(app, { listen: mode.listen, idleTimeoutSecs: mode.idleTimeoutSecs });
+  return (app) => runDaemonMode(app, { listen: mode.listen, idleTimeoutSecs: mode.idleTimeoutSecs, maxSessions: mode.maxSessions });
 }

@@ -16,6 +16,7 @@ import { join } from "node:path";
 import { DecisionRecorder } from "../evidence/decision-recorder.ts";
 import { EvidenceLog } from "../evidence/evidence-log.ts";
 import type { McpServerPool } from "../mcp/server-pool.ts";
+import type { ServerStateReport } from "../mcp/supervision.ts";
 import type { LoadedPolicy } from "../policy/load.ts";
 import { VigilError, errorMessage } from "../shared/errors.ts";
 import { StateError } from "../shared/durable/state-error.ts";
@@ -27,9 +28,11 @@ import type { RunModel } from "./models/types.ts";
 import { type FrameBody, messageFrame } from "./protocol/frames.ts";
 import { runConversation } from "./run/run-loop.ts";
 import { createToolGateway } from "./run/tool-gateway.ts";
+import { armTestThrow } from "./session-faults.ts";
 import { Session } from "./session/session.ts";
 import type { Runner } from "./session/types.ts";
 import { DECISIONS_FILE, ensureSessionDir } from "./state/paths.ts";
+import type { TranscriptLimits } from "./state/transcript-types.ts";
 import type { OpenOptions } from "./types.ts";
 
 /** What a session's state is opened with: no MCP server is needed for it. */
@@ -37,6 +40,12 @@ export interface StateParts {
   config: ServeConfig;
   stateDir: string;
   tuning: ServeTuning;
+  /** Segment size and retention of every session's transcript (default: the transcript's own). */
+  transcript?: TranscriptLimits;
+  /** The containment boundary (session-faults.ts): an exception that escaped a session's own code. */
+  faults?: (name: string, session: Session, error: unknown) => void;
+  /** The MCP servers' states for get_state (late-bound: stdio mode opens its session before the pool exists). */
+  serverStates?: () => readonly ServerStateReport[];
 }
 
 /** What every session is built on: loaded once per process. */
@@ -80,7 +89,15 @@ export async function openSessionState(parts: StateParts, name: string, o: { che
   try {
     // The session calls its runner only for a run, and none starts before `bind`: no command is
     // read and no events state is attached until then.
-    session = await Session.open({ name, dir, runner: (request, emit, signal) => bound(runner)(request, emit, signal) });
+    session = await Session.open({
+      name,
+      dir,
+      ...(parts.transcript === undefined ? {} : { transcript: parts.transcript }),
+      runner: (request, emit, signal) => bound(runner)(request, emit, signal),
+      ...(parts.config.model.context_tokens === undefined ? {} : { contextTokens: parts.config.model.context_tokens }),
+      onFault: (error) => parts.faults?.(name, session, error),
+      ...(parts.serverStates === undefined ? {} : { serverStates: parts.serverStates }),
+    });
   } catch (e) {
     release();
     throw e;
@@ -128,6 +145,7 @@ export async function openServeSession(parts: SessionParts, name: string, option
   opened.bind(sessionRunner(parts, name, opened.log));
   const { session, release } = opened;
   if (options.subscribe !== undefined) session.subscribe(options.subscribe);
+  armTestThrow(session);
   try {
     await parts.events.attach(session, opened.dir, opened.events ?? undefined);
   } catch (e) {

@@ -6,7 +6,9 @@
 import type { Env } from "./config/env.ts";
 import type { ServeConfig } from "./config/schema.ts";
 import type { ServeTuning } from "./config/tuning.ts";
+import type { ServerState } from "./daemon/health.ts";
 import type { EventsService } from "./events-service.ts";
+import type { SessionEndedListener } from "./session-faults.ts";
 import type { Session } from "./session/session.ts";
 import type { FrameListener } from "./session/types.ts";
 
@@ -23,6 +25,8 @@ export interface ServeAppOptions {
   firstSession?: string | undefined;
   /** The session that owns the configured event subscriptions (default: the events service's), and whether the reaper may end live subscriptions. */
   events?: { owner?: string | undefined; reapable: boolean };
+  /** `--transcript-retain-bytes` (default 1 GiB). */
+  transcriptRetainBytes?: number;
 }
 
 export interface OpenOptions {
@@ -45,6 +49,10 @@ export interface ServeApp {
   readonly events: EventsService;
   /** The idle reaper must leave this session alone (live subscriptions or pending events). */
   keepsAlive(name: string): boolean;
+  /** Each configured MCP server's state (for `/v1/health`). */
+  serverStates(): ServerState[];
+  /** A session that failed (an unexpected exception) was closed; `restart`: it must come back (session-faults.ts). */
+  onSessionEnded(listener: SessionEndedListener): () => void;
   /** Names of the sessions currently open. */
   sessionNames(): string[];
   /** The open session of that name, or a new one (one Session per name; concurrent callers share it). */

@@ -4,6 +4,7 @@
  *
  * VIGIL_TEST_DECISION_LOG_FAIL_AFTER_BYTES=N: the decision-log writer behaves as if the device
  * fills after N bytes (a short write, then ENOSPC).
+ * VIGIL_TEST_SESSION_THROW=<session>:<when>: see `sessionThrowSeam`.
  */
 declare const VIGIL_RELEASE: boolean | undefined;
 
@@ -14,4 +15,22 @@ export function decisionLogFaultBytes(env: Record<string, string | undefined> = 
   const raw = env.VIGIL_TEST_DECISION_LOG_FAIL_AFTER_BYTES;
   if (raw === undefined || !/^\d+$/.test(raw)) return undefined;
   return Number(raw);
+}
+
+/** Where a session's test throw happens (issue 12 item F); see `sessionThrowSeam`. */
+export type SessionThrowPoint = "run_settled";
+const SESSION_THROW_POINTS: readonly SessionThrowPoint[] = ["run_settled"];
+
+/**
+ * VIGIL_TEST_SESSION_THROW=<session>:<when>: session <session> throws an unexpected exception at
+ * <when> — `run_settled`: while its first run settles (from a run-settled listener, where the
+ * events client's own listener runs) — once per process, so a restarted session serves normally.
+ * It proves the containment boundary of serve (src/serve/session-faults.ts). Malformed: ignored.
+ */
+export function sessionThrowSeam(env: Record<string, string | undefined> = process.env): { session: string; when: SessionThrowPoint } | undefined {
+  if (IS_RELEASE) return undefined;
+  const raw = env.VIGIL_TEST_SESSION_THROW;
+  const m = raw === undefined ? null : /^([^:]{1,64}):([a-z_]{1,32})$/.exec(raw);
+  if (m === null || !SESSION_THROW_POINTS.includes(m[2] as SessionThrowPoint)) return undefined;
+  return { session: m[1]!, when: m[2] as SessionThrowPoint };
 }

@@ -22,6 +22,22 @@ export function logLine(message: string): void {
   }
 }
 
+/**
+ * `VIGIL_LOG_LEVEL=debug` adds diagnostic lines (what a session read on open, compactions); the
+ * default level (`info`, or unset) leaves them out. Read once, at the first debug line.
+ */
+let debug: boolean | null = null;
+
+export function debugEnabled(): boolean {
+  debug ??= (process.env.VIGIL_LOG_LEVEL ?? "").trim().toLowerCase() === "debug";
+  return debug;
+}
+
+/** A diagnostic line, written only at the debug level (prefixed "debug: "). */
+export function logDebug(message: string): void {
+  if (debugEnabled()) logLine(`debug: ${message}`);
+}
+
 /** A bounded, escaped preview of untrusted bytes for a log line. */
 export function preview(bytes: Uint8Array, max = 80): string {
   const head = new TextDecoder("utf-8", { fatal: false }).decode(bytes.subarray(0, max));

@@ -217,8 +217,8 @@ test("a steered event that an abort drops is injected again", async () => {
 
 test("an event whose runs keep failing is injected 3 times, then dropped and reported", async () => {
   const env = await pollEnv();
-  // Every model request fails; Retry-After 0 keeps the model client's own retries (one run) quick.
-  env.model.setDefaultReply({ status: 500, retryAfter: 0 });
+  // Every model request is refused as bad (a 4xx counts as an attempt; a 5xx would be an outage).
+  env.model.setDefaultReply({ status: 400 });
   const serve = StdioServe.start(cleanups, env);
   await serve.until(isStatus("subscribed"));
   await emit(env, "poison-1");

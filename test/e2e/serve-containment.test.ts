@@ -63,7 +63,7 @@ describe("vigil serve containment", () => {
     expect(aRequests.length).toBeGreaterThanOrEqual(1);
     expect(aRequests.every((r) => r.outcome === 500)).toBe(true);
 
-    expect(await health(d)).toEqual({ status: 200, body: { ok: true, sessions: 2, version: expect.any(String) } });
+    expect(await health(d)).toEqual({ status: 200, body: { ok: true, reasons: [], sessions: 2, max_sessions: 1000, version: expect.any(String) } });
     // A is idle again and its next prompt succeeds.
     expect((await command(d, "a", { type: "get_state", id: "ga" })).body.data).toMatchObject({ state: "idle" });
     const pa2 = await command(d, "a", { type: "prompt", id: "pa2", message: "all good now" });
@@ -177,7 +177,7 @@ describe("vigil serve containment", () => {
     const py = await command(d, "y", { type: "prompt", id: "py", message: "hello from y" });
     expect(py.body).toMatchObject({ success: true });
     expect((await sseY.until(isRunEnd)).at(-1)).toMatchObject({ run_id: py.body.data!.run_id, status: "ok" });
-    expect(await health(d)).toEqual({ status: 200, body: { ok: true, sessions: 2, version: expect.any(String) } });
+    expect(await health(d)).toEqual({ status: 200, body: { ok: true, reasons: [], sessions: 2, max_sessions: 1000, version: expect.any(String) } });
 
     // x's run is still in flight (a client leaving does not end it) and can be reattached and aborted.
     expect((await command(d, "x", { type: "get_state", id: "gx" })).body.data).toMatchObject({ state: "running", run_id: runX });

@@ -39,16 +39,26 @@ export interface EventsFixtureEnv {
   MCP_FIXTURE_EVENTS_DOWN?: boolean;
   MCP_FIXTURE_GARBAGE_STDOUT?: boolean;
   MCP_FIXTURE_IGNORE_CANCEL?: boolean;
+  MCP_FIXTURE_LOG_FILE?: string;
 }
 
 export interface FixtureState {
   pid: number;
   methods: string[];
-  requests: { method: string; params: Record<string, unknown> }[];
+  requests: { method: string; params: Record<string, unknown>; id: string | number }[];
   streams_open: number;
   streams_total: number;
-  streams: { id: string | number; name: string; project: string | null; cursor: unknown; end: string | null }[];
+  /** Every events/stream request in order (capped), with the heartbeats each one wrote. */
+  streams: { id: string | number; name: string; project: string | null; cursor: unknown; end: string | null; heartbeats: number }[];
   cancelled: (string | number)[];
+  /** notifications/cancelled received in all (`cancelled` keeps only the first 10,000 ids). */
+  cancels: number;
+  /** The id of the newest request received (any method; `requests` stops at 10,000). */
+  last_request_id: string | number | null;
+  /** /control/list_changed_on_poll was asked for and no poll has carried it yet. */
+  list_changed_pending: boolean;
+  /** list_changed notifications sent before poll answers. */
+  list_changed_sent: number;
   disconnects: number;
   polls: number;
   /** Arrival time of each events/poll (the fixture's monotonic clock, ms), in order. */
@@ -62,6 +72,7 @@ export interface FixtureState {
   forbidden: number;
   down: boolean;
   silent: boolean;
+  heartbeats_stopped: boolean;
 }
 
 export interface ControlClient {

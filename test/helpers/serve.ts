@@ -112,9 +112,17 @@ export async function command(d: Daemon, session: string, cmd: Record<string, un
   return { status: res.status, body: (await res.json()) as ResponseFrame };
 }
 
-export async function health(d: Daemon): Promise<{ status: number; body: { ok: boolean; sessions: number; version: string } }> {
+export interface HealthBody {
+  ok: boolean;
+  reasons: string[];
+  sessions: number;
+  max_sessions: number;
+  version: string;
+}
+
+export async function health(d: Daemon): Promise<{ status: number; body: HealthBody }> {
   const res = await fetch(`${d.base}/v1/health`, { signal: AbortSignal.timeout(10_000) });
-  return { status: res.status, body: (await res.json()) as { ok: boolean; sessions: number; version: string } };
+  return { status: res.status, body: (await res.json()) as HealthBody };
 }
 
 /** A minimal SSE reader: frames (`event: frame`) and comments, each wait bounded. */

@@ -242,7 +242,26 @@ describe("events/poll", () => {
 
     const state = await fx.state();
     expect(state.polls).toBe(6);
-    expect(state.requests[0]).toEqual({ method: "events/poll", params: { name: "ticket.updated", arguments: {}, cursor: null } });
+    expect(state.requests[0]).toEqual({ method: "events/poll", params: { name: "ticket.updated", arguments: {}, cursor: null }, id: expect.anything() });
+  });
+
+  test("list_changed_on_poll: the next poll's SSE answer carries notifications/events/list_changed before its result; cancels are counted", async () => {
+    const fx = await fixture();
+    const { client, notes } = await connect(fx);
+    await fx.control("list_changed_on_poll");
+    expect((await fx.state()).list_changed_pending).toBe(true);
+    expect(await poll(client, { cursor: null })).toMatchObject({ events: [], cursor: "0" });
+    // The notification came in on the poll's own response, before its result resolved the request.
+    expect(byMethod(notes, "list_changed")).toHaveLength(1);
+    await poll(client, { cursor: "0" });
+    expect(byMethod(notes, "list_changed")).toHaveLength(1);
+    const ac = new AbortController();
+    const held = client.request({ method: "events/stream", params: { name: "ticket.updated", arguments: {}, cursor: null } }, ResultSchema, { signal: ac.signal, timeout: WAIT_MS });
+    held.catch(() => {});
+    await waitNotes(notes, "active");
+    ac.abort("done");
+    const state = await waitFor(() => fx.state(), { until: (s) => s.cancels === 1, timeoutMs: WAIT_MS, label: "one cancel counted" });
+    expect({ pending: state.list_changed_pending, sent: state.list_changed_sent }).toEqual({ pending: false, sent: 1 });
   });
 
   test("NotFound and Unsupported, sketch numbering by default", async () => {

@@ -28,7 +28,11 @@ const PREAMBLE =
 
 const RECHECK = "Check the current state with the relevant tools instead of relying on events alone.";
 
-export function renderBatch(batchId: number, entries: BatchEntry[]): string {
+/**
+ * The batch's text. `payloadMaxBytes` bounds each payload (default MAX_PAYLOAD_TEXT_BYTES); one
+ * over it is cut with a marker saying so: the full occurrence stays in its `mcp_event` frame.
+ */
+export function renderBatch(batchId: number, entries: BatchEntry[], payloadMaxBytes = MAX_PAYLOAD_TEXT_BYTES): string {
   const events = entries.filter((e) => !isGap(e.event)).length;
   const gaps = entries.length - events;
   let headline = `[MCP events · batch ${batchId}] ${events} ${events === 1 ? "event" : "events"} arrived from MCP servers this session is subscribed to.`;
@@ -42,14 +46,61 @@ export function renderBatch(batchId: number, entries: BatchEntry[]): string {
     const key = `${entry.server}\0${entry.name}`;
     if (instructed.has(key)) continue;
     instructed.add(key);
-    instructionLines.push(
-      `Instructions for ${prose(entry.name)} on ${prose(entry.server)} (from the operator): ${entry.instructions}`,
-    );
+    instructionLines.push(instructionLine(entry));
   }
   if (instructionLines.length > 0) lines.push("", ...instructionLines);
 
-  for (const entry of entries) lines.push("", isGap(entry.event) ? gapText(entry) : occurrenceText(entry));
+  for (const entry of entries) lines.push("", entryText(entry, payloadMaxBytes));
   return lines.join("\n");
+}
+
+/**
+ * The first entries that fit `maxBytes` (as sent to the model: JSON-encoded UTF-8), at least one,
+ * and the payload bound that makes a single large event fit (issue 12 item A): a batch that does
+ * not fit is split, an event too large for a batch is cut, and none is ever undeliverable.
+ */
+export function fitBatch(entries: BatchEntry[], maxBytes: number): { count: number; payloadMaxBytes: number } {
+  if (entries.length === 0) return { count: 0, payloadMaxBytes: MAX_PAYLOAD_TEXT_BYTES };
+  // The headline's counts and the gap phrase vary by a few bytes: the slack covers them.
+  const room = Math.max(0, maxBytes - sentBytes(renderBatch(0, [])) - 128);
+  let payloadMaxBytes = Math.max(256, Math.min(MAX_PAYLOAD_TEXT_BYTES, room));
+  const first = entryCost(entries[0]!, payloadMaxBytes, new Set());
+  // JSON escaping makes a payload longer on the wire than its bound: shrink the bound once to fit.
+  if (first > room) payloadMaxBytes = Math.max(256, Math.floor(payloadMaxBytes * (room / first) * 0.95));
+  const seen = new Set<string>();
+  let used = 0;
+  let count = 0;
+  for (const entry of entries) {
+    used += entryCost(entry, payloadMaxBytes, seen);
+    if (count > 0 && used > room) break;
+    count++;
+  }
+  return { count, payloadMaxBytes };
+}
+
+/** What one entry adds to a batch: its text, and its subscription's instructions the first time. */
+function entryCost(entry: BatchEntry, payloadMaxBytes: number, seen: Set<string>): number {
+  let bytes = sentBytes(entryText(entry, payloadMaxBytes)) + 2;
+  const key = `${entry.server}\0${entry.name}`;
+  if (typeof entry.instructions === "string" && entry.instructions.trim() !== "" && !seen.has(key)) {
+    if (seen.size === 0) bytes += 2;
+    seen.add(key);
+    bytes += sentBytes(instructionLine(entry)) + 1;
+  }
+  return bytes;
+}
+
+/** UTF-8 bytes of the text once JSON-encoded (as a model request carries it). */
+function sentBytes(text: string): number {
+  return Buffer.byteLength(JSON.stringify(text), "utf8") - 2;
+}
+
+function instructionLine(entry: BatchEntry): string {
+  return `Instructions for ${prose(entry.name)} on ${prose(entry.server)} (from the operator): ${entry.instructions}`;
+}
+
+function entryText(entry: BatchEntry, payloadMaxBytes: number): string {
+  return isGap(entry.event) ? gapText(entry) : occurrenceText(entry, payloadMaxBytes);
 }
 
 function isGap(event: Record<string, unknown>): boolean {
@@ -91,12 +142,12 @@ function gapReason(reason: unknown): string {
   }
 }
 
-function occurrenceText({ server, name, arguments: args, event }: BatchEntry): string {
+function occurrenceText({ server, name, arguments: args, event }: BatchEntry, payloadMaxBytes: number): string {
   const open =
     `<mcp_event server="${attribute(server)}" name="${attribute(name)}"` +
     ` arguments='${argumentsAttribute(args)}'` +
     ` event_id="${attribute(event.eventId)}" timestamp="${attribute(event.timestamp)}">`;
-  return `${open}\n${payloadText(event.data)}\n</mcp_event>`;
+  return `${open}\n${payloadText(event.data, payloadMaxBytes)}\n</mcp_event>`;
 }
 
 /** A double-quoted attribute value: no quote, no angle bracket, no line break can survive. */
@@ -130,14 +181,14 @@ function stripControls(text: string): string {
  * where the escape means the same character, so the JSON stays equivalent while `</mcp_event>`
  * can never appear in it.
  */
-export function payloadText(data: unknown): string {
+export function payloadText(data: unknown, maxBytes = MAX_PAYLOAD_TEXT_BYTES): string {
   let json: string;
   try {
     json = JSON.stringify(data ?? null) ?? "null";
   } catch {
     json = "null"; // not JSON-representable (a cycle, a BigInt): nothing safe to show
   }
-  return boundedJson(json.replace(/</g, "\\u003c"), MAX_PAYLOAD_TEXT_BYTES);
+  return boundedJson(json.replace(/</g, "\\u003c"), maxBytes);
 }
 
 const encoder = new TextEncoder();

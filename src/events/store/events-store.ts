@@ -20,7 +20,7 @@ import type { PendingEntry } from "../types.ts";
 import { EventsStoreError } from "./errors.ts";
 import { sweepTemps } from "./files.ts";
 import { type Fault, LogFile, type WriteCounters } from "./log-file.ts";
-import { asEntry, type LiveEntry, liveEntry, logPath, replayLog, serializeAdd, serializeDone } from "./pending-log.ts";
+import { applyAttempts, asEntry, type LiveEntry, liveEntry, logPath, replayLog, serializeAdd, serializeDone } from "./pending-log.ts";
 import {
   cloneRecord,
   copyRecord,
@@ -185,11 +185,24 @@ export class EventsStore {
     this.record(line, Buffer.byteLength(line));
   }
 
+  /** Records failed-attempt counts by seq, persisted with the entries (pending-log.ts `attempts`). */
+  setAttempts(counts: ReadonlyMap<number, number>): void {
+    this.assertOpen();
+    const applied = applyAttempts(this.live, counts);
+    if (applied === null) return;
+    this.liveBytes += applied.deltaBytes;
+    this.record(applied.line, Buffer.byteLength(applied.line));
+  }
+
+  attemptsOf(seq: number): number {
+    return this.live.get(seq)?.attempts ?? 0;
+  }
+
   get pendingCount(): number {
     return this.live.size;
   }
 
-  /** Bytes of the live entries' `add` lines, newline included (a freshly compacted log is exactly this long). */
+  /** Bytes of the live entries' lines (`add`, and `attempts` once counted), newlines included (a freshly compacted log is exactly this long). */
   get pendingBytes(): number {
     return this.liveBytes;
   }

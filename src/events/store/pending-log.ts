@@ -1,11 +1,16 @@
 /**
- * The pending log `mcp-events.log` (serve.md §3): JSON Lines of two record kinds,
+ * The pending log `mcp-events.log` (serve.md §3): JSON Lines of three record kinds,
  *
  *   {"add":{"seq":N,"action":"follow_up"|"steer","server":…,"name":…,"arguments":{…},"instructions"?:…,"event":{…}}}
+ *   {"attempts":[[N,K],…]}   entry N has had K failed attempts (absolute, so replaying it twice is harmless)
  *   {"done":[N,…]}
  *
- * Live entries are the adds minus the dones, in seq order. This file holds the format and the
- * load-time replay (with the torn-tail repair); log-file.ts does the writing.
+ * Live entries are the adds minus the dones, in seq order, each with its last attempts count (0
+ * when none). A live entry's lines are its add and, once it has attempts, its attempts record:
+ * a compaction rewrites exactly those, so the count survives it (serve.md §5: attempts are
+ * persisted with the pending event). An attempts record for a seq that is not live is ignored.
+ * This file holds the format and the load-time replay (with the torn-tail repair); log-file.ts
+ * does the writing.
  */
 import { constants } from "node:fs";
 import { type FileHandle, open } from "node:fs/promises";
@@ -18,12 +23,22 @@ import type { EventOccurrence, GapNotice, PendingEntry } from "../types.ts";
 import { EventsStoreError } from "./errors.ts";
 import { EVENTS_LOG_FILE } from "./files.ts";
 
-/** A live entry and its line exactly as written (with the newline); `bytes` is the line's UTF-8 length. */
+/**
+ * A live entry and its lines as a compaction writes them (with newlines): its `add` line, then its
+ * attempts record when it has any. `bytes` is their UTF-8 length.
+ */
 export interface LiveEntry {
   entry: PendingEntry;
   line: string;
   bytes: number;
+  /** Its `add` line alone. */
+  addLine: string;
+  /** Failed attempts so far (runs that ended without delivering it, outages not counted). */
+  attempts: number;
 }
+
+/** The most attempts a record may state (far above MAX_ATTEMPTS: a bound on the input, not a policy). */
+const MAX_RECORDED_ATTEMPTS = 1_000_000;
 
 export function logPath(dir: string): string {
   return join(dir, EVENTS_LOG_FILE);
@@ -41,6 +56,10 @@ export function serializeAdd(entry: PendingEntry): string {
   if (entry.instructions !== undefined) add.instructions = entry.instructions;
   add.event = entry.event;
   return `${JSON.stringify({ add })}\n`;
+}
+
+export function serializeAttempts(counts: readonly (readonly [number, number])[]): string {
+  return `${JSON.stringify({ attempts: counts })}\n`;
 }
 
 export function serializeDone(seqs: readonly number[]): string {
@@ -69,8 +88,34 @@ export function asEntry(x: unknown): PendingEntry | null {
  * it), so byte counts match what a compaction writes whatever the file said.
  */
 export function liveEntry(entry: PendingEntry, line = serializeAdd(entry)): LiveEntry {
-  return { entry: Object.freeze(entry), line, bytes: Buffer.byteLength(line) };
+  return { entry: Object.freeze(entry), line, bytes: Buffer.byteLength(line), addLine: line, attempts: 0 };
 }
+
+/** The live form of `live` with `attempts` failed attempts (its lines then carry the count). */
+export function withAttempts(live: LiveEntry, attempts: number): LiveEntry {
+  const line = attempts > 0 ? live.addLine + serializeAttempts([[live.entry.seq, attempts]]) : live.addLine;
+  return { ...live, line, bytes: Buffer.byteLength(line), attempts };
+}
+
+/**
+ * Sets attempts counts on live entries (unknown seqs and unchanged counts are skipped). Returns
+ * the record to append and the change in the live bytes, or null when nothing changed.
+ */
+export function applyAttempts(live: Map<number, LiveEntry>, counts: ReadonlyMap<number, number>): { line: string; deltaBytes: number } | null {
+  const changed: [number, number][] = [];
+  let deltaBytes = 0;
+  for (const [seq, n] of counts) {
+    const e = live.get(seq);
+    if (e === undefined || e.attempts === n || !isCount(n)) continue;
+    const next = withAttempts(e, n);
+    live.set(seq, next);
+    deltaBytes += next.bytes - e.bytes;
+    changed.push([seq, n]);
+  }
+  return changed.length === 0 ? null : { line: serializeAttempts(changed), deltaBytes };
+}
+
+const isCount = (x: unknown): x is number => typeof x === "number" && Number.isSafeInteger(x) && x >= 0 && x <= MAX_RECORDED_ATTEMPTS;
 
 export interface ReplayedLog {
   /** Open for reading and writing; null when there is no log file. */
@@ -147,8 +192,16 @@ function applyLine(bytes: Buffer, live: Map<number, LiveEntry>, state: { maxSeq:
   if ("add" in record) {
     const entry = asEntry(record.add);
     if (entry === null) return false;
-    live.set(entry.seq, liveEntry(entry));
+    // An add replayed twice (a retried write, log-file.ts) keeps the count recorded after the first.
+    const earlier = live.get(entry.seq);
+    live.set(entry.seq, earlier === undefined ? liveEntry(entry) : withAttempts(liveEntry(entry), earlier.attempts));
     state.maxSeq = Math.max(state.maxSeq, entry.seq);
+    return true;
+  }
+  if ("attempts" in record) {
+    const counts = record.attempts;
+    if (!Array.isArray(counts) || !counts.every((c) => Array.isArray(c) && c.length === 2 && isSeq(c[0]) && isCount(c[1]))) return false;
+    applyAttempts(live, new Map(counts as [number, number][]));
     return true;
   }
   const done = record.done;

@@ -9,11 +9,16 @@
  *   stand-in → `oversized` gap; no reconnect either way, and
  *   the event's cursor, when it is one we can store, moves past it), `heartbeat` (cursor), `error` (status frame, the stream stays), `terminated`
  *   (thrown as EventsTerminated: the caller decides what ending means).
- * - Idle watchdog: nothing for VIGIL_EVENTS_STREAM_IDLE_MS → cancel and reconnect from the cursor.
+ * - Silence watchdog (rules/heartbeat-watch.ts): no notification for 2 × the stream's measured
+ *   heartbeat interval (at least 1 s), or for VIGIL_EVENTS_STREAM_IDLE_MS until two heartbeats
+ *   were seen → cancel and reconnect from the cursor, saying why. The request gets no timeout of
+ *   its own (wire/server-events.ts): liveness is judged here, from what the stream delivers.
  * - A full queue or an overflowing stream buffer → drain what arrived before it, cancel, reconnect
  *   at once; a stream the server closed → reconnect with backoff (2^n s, cap 30 s).
  */
 import { errorMessage } from "../../shared/errors.ts";
+import { logLine } from "../../shared/log.ts";
+import { describeSilence } from "../rules/heartbeat-watch.ts";
 import { EventsRpcError } from "../rules/errors.ts";
 import { checkOccurrence, isStorableCursor, reportableEventId, seenKeyOf } from "../rules/occurrence.ts";
 import { adoptCursor, backoffMs } from "../rules/poll-rules.ts";
@@ -59,7 +64,9 @@ async function consume(host: SubscriptionHost, sub: HostedSubscription, stream: 
     const item = await stream.next(idleMs);
     if (signal.aborted) return "later";
     if (item === "idle") {
-      host.status(sub, { kind: "error", error: `the event stream was silent for ${idleMs} ms; reconnecting from the cursor`, retry_in_ms: 0 });
+      const reason = describeSilence(stream.silence(idleMs));
+      logLine(`serve: events: ${sub.spec.server}/${sub.spec.name}: ${reason}`);
+      host.status(sub, { kind: "error", error: reason, retry_in_ms: 0 });
       return "now";
     }
     if (item.kind === "end") {

@@ -31,7 +31,7 @@ import type { HostedSubscription, Origin, SubscriptionHost } from "./host.ts";
 import { type Phase, STARTING, afterFailure, afterStop, isComeback, isFinal, isLive, lastErrorOf, lastUpAt, reportedState } from "./phase.ts";
 import { runPoll } from "./poll-loop.ts";
 import { EventsTerminated, runPush } from "./push-loop.ts";
-import { abortableSleep } from "./sleep.ts";
+import { type WakeSlot, abortableSleep } from "./sleep.ts";
 
 const FORBIDDEN_CAP_MS = 5000;
 const MAX_FORBIDDEN_IN_A_ROW = 5;
@@ -53,6 +53,8 @@ export class Subscription implements HostedSubscription {
   /** Up without a position: `subscribed` waits for the first stored one (see `stored`). */
   private announcing = false;
   private readonly controller = new AbortController();
+  /** A backoff wait in progress, to end early when the server is connected again. */
+  private readonly sleeping: WakeSlot = { wake: null };
   private loop: Promise<void> | null = null;
   private settleReady!: (error: Error | null) => void;
   /** Resolves with null once up, or with the error that stopped it first. */
@@ -104,6 +106,14 @@ export class Subscription implements HostedSubscription {
     this.current = afterStop(this.current);
     this.settleReady(new Error("unsubscribed"));
     await this.loop;
+  }
+
+  /**
+   * Its server is connected again (serve.md §6 item 10): a retry wait in progress ends now, so the
+   * subscription resumes from its stored cursor at once instead of after its backoff.
+   */
+  wake(): void {
+    this.sleeping.wake?.();
   }
 
   /** Called by the delivery loops on every sign of life. */
@@ -194,7 +204,7 @@ export class Subscription implements HostedSubscription {
       }
       const wait = this.next(verdict, attempt++);
       if (wait === null) return;
-      await abortableSleep(wait, signal);
+      await abortableSleep(wait, signal, this.sleeping);
     }
   }
 

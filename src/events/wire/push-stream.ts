@@ -6,7 +6,18 @@
  * is queued (all of it earlier than the dropped notification) is still handed out, then an
  * `overflow` end tells the consumer to reconnect from the last cursor it stored — so the cursor
  * never passes a dropped event and nothing is lost silently.
+ *
+ * It also watches the stream's liveness (rules/heartbeat-watch.ts): arrivals are timed here, as
+ * they are routed, not when the consumer gets to them, so a slow commit never bunches heartbeats
+ * or hides activity.
  */
+import { type HeartbeatWatch, type SilenceLimit, observed, openedWatch, silenceDeadline, silenceLimit } from "../rules/heartbeat-watch.ts";
+import { type Scheduler, realScheduler } from "../../shared/time.ts";
+
+/** A wall-clock step (NTP) must not stretch or cut a silence: arrivals are timed on a monotonic clock. */
+const monotonic: Scheduler = { ...realScheduler, now: () => performance.now() };
+/** setTimeout's ceiling; a longer wait is re-armed. */
+const MAX_TIMER_MS = 2_147_483_647;
 
 export interface StreamNotification {
   method: string;
@@ -31,12 +42,16 @@ export class PushStream {
   private waiter: (() => void) | null = null;
   /** Set once the consumer no longer wants anything (closed or ended). */
   private done = false;
+  private watch: HeartbeatWatch;
 
   constructor(
     private readonly capacity: number,
     /** Called once when the stream stops accepting (unregister it, cancel the request). */
     private readonly onStop: () => void,
-  ) {}
+    private readonly clock: Scheduler = monotonic,
+  ) {
+    this.watch = openedWatch(clock.now());
+  }
 
   /** Offers a routed notification; false once the stream no longer accepts any. */
   offer(notification: StreamNotification): boolean {
@@ -46,6 +61,7 @@ export class PushStream {
       return false;
     }
     this.queue.push(notification);
+    this.watch = observed(this.watch, notification.method, this.clock.now());
     this.wake();
     return true;
   }
@@ -59,24 +75,30 @@ export class PushStream {
   }
 
   /**
-   * The next item, or "idle" when nothing arrived within `idleMs` (the caller's watchdog).
-   * Never waits unbounded.
+   * The next item, or "idle" once the stream has been silent for its limit (`silence`; before two
+   * heartbeats were seen, `fallbackIdleMs`) counted from the last arrival. Never waits unbounded.
    */
-  async next(idleMs: number): Promise<StreamItem | "idle"> {
+  async next(fallbackIdleMs: number): Promise<StreamItem | "idle"> {
     for (;;) {
       const n = this.queue.shift();
       if (n !== undefined) return { kind: "notification", notification: n };
       if (this.end !== null) return { kind: "end", end: this.end };
       if (this.done) return { kind: "end", end: { kind: "closed", reason: "closed by vigil" } };
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const idle = await new Promise<boolean>((resolve) => {
-        this.waiter = () => resolve(false);
-        timer = setTimeout(() => resolve(true), idleMs);
+      const remaining = silenceDeadline(this.watch, fallbackIdleMs) - this.clock.now();
+      if (remaining <= 0) return "idle";
+      let timer: ReturnType<Scheduler["setTimeout"]> | undefined;
+      await new Promise<void>((resolve) => {
+        this.waiter = resolve;
+        timer = this.clock.setTimeout(resolve, Math.min(Math.ceil(remaining), MAX_TIMER_MS));
       });
-      clearTimeout(timer);
+      if (timer !== undefined) this.clock.clearTimeout(timer);
       this.waiter = null;
-      if (idle && this.queue.length === 0 && this.end === null) return "idle";
     }
+  }
+
+  /** How much silence ends this stream now (for the reason given when it does). */
+  silence(fallbackIdleMs: number): SilenceLimit {
+    return silenceLimit(this.watch, fallbackIdleMs);
   }
 
   /** Drains what is queued without waiting. */

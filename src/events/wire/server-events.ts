@@ -7,8 +7,12 @@
  *   capability or without an `events` entry in the config.
  * - Custom requests use the SDK's loose ResultSchema, so unknown result keys (`resultType`, `_meta`,
  *   `hasMore`…) pass through untouched.
- * - `events/list` is paged with a loop guard and cached until `notifications/events/list_changed`
- *   or an explicit invalidation (re-discovery).
+ * - `events/list` is paged with a loop guard and cached until `notifications/events/list_changed`,
+ *   an explicit invalidation (re-discovery) or a new connection. One call at a time per server:
+ *   subscriptions starting together share it (single-flight). On list_changed serve re-lists by
+ *   itself, once per burst (list-refresh.ts), so `mcp_events_list` shows the new list.
+ * - Every request has its own signal, derived from the caller's and let go of when it settles
+ *   (shared/request-signal.ts): `notifications/cancelled` goes only to requests still in flight.
  * - Push: `openStream` registers the stream under the JSON-RPC id the SDK gives its request (seen
  *   through the transport's outgoing hook, matched by the params object's identity) and routes the
  *   stream's notifications by `_meta["io.modelcontextprotocol/subscriptionId"]`. Cancelling aborts
@@ -21,25 +25,23 @@ import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { McpServerPool } from "../../mcp/server-pool.ts";
 import type { EventsServerConfig } from "../config.ts";
 import { errorMessage } from "../../shared/errors.ts";
+import { logLine } from "../../shared/log.ts";
+import { withRequestSignal } from "../../shared/request-signal.ts";
+import { SingleFlight } from "../../shared/single-flight.ts";
+import { type Scheduler, realScheduler } from "../../shared/time.ts";
 import { scrubText } from "../../shared/scrub.ts";
 import { eventsCapability } from "../rules/capability.ts";
 import { boundText, boundValue } from "../rules/server-text.ts";
 import { EventsRpcError } from "../rules/errors.ts";
 import { SUBSCRIPTION_ID_META } from "../../shared/ndjson/message-head.ts";
+import { type EventDescriptor, readAllPages } from "./list-pages.ts";
+import { ListRefresh } from "./list-refresh.ts";
 import { PushStream, type StreamNotification } from "./push-stream.ts";
 
 /** Unary `events/*` requests (list, poll) give up after this long. */
 export const RPC_TIMEOUT_MS = 30_000;
-const MAX_LIST_PAGES = 20;
-const MAX_DESCRIPTORS = 1000;
 /** setTimeout's ceiling: a stream has no request timeout (its liveness is the idle watchdog). */
 const NO_TIMEOUT_MS = 2_147_483_647;
-
-export interface EventDescriptor {
-  name: string;
-  delivery: string[];
-  [key: string]: unknown;
-}
 
 /** Push streams over HTTP open in this process, and how many may be (VIGIL_EVENTS_MAX_HTTP_STREAMS). */
 export interface StreamBudget {
@@ -59,12 +61,17 @@ export class ServerEvents {
   private readonly expected = new WeakMap<object, (id: string | number) => void>();
   private hooked: { client: Client; off: () => void } | null = null;
   private droppedIds = 0;
+  private readonly listing = new SingleFlight<EventDescriptor[]>();
+  private readonly refresh: ListRefresh;
 
   constructor(
     private readonly pool: McpServerPool<EventsServerConfig>,
     readonly server: string,
     private readonly budget: StreamBudget = { open: 0, max: Number.POSITIVE_INFINITY },
-  ) {}
+    scheduler: Scheduler = realScheduler,
+  ) {
+    this.refresh = new ListRefresh(() => this.relist(), scheduler);
+  }
 
   /** Over streamable HTTP each stream holds a fetch slot: false once the process-wide budget is spent. */
   get canStream(): boolean {
@@ -90,7 +97,7 @@ export class ServerEvents {
     const client = this.pool.client(this.server);
     const status = this.pool.status(this.server);
     if (client === undefined) {
-      const why = status?.state === "failed" ? `: ${status.reason}` : "";
+      const why = status === undefined ? "" : ` (${status.state}${status.error === undefined ? "" : `: ${status.error}`})`;
       throw new EventsRpcError(-32603, `MCP server ${JSON.stringify(this.server)} is not connected${why}`, undefined);
     }
     const raw = this.pool.rawInitializeResult(this.server);
@@ -101,32 +108,23 @@ export class ServerEvents {
     return client;
   }
 
-  /** The event types the server offers (cached). */
+  /** The event types the server offers (cached; one `events/list` in flight at a time, shared). */
   async list(signal?: AbortSignal): Promise<EventDescriptor[]> {
-    const client = this.connection();
-    if (this.cache !== null && this.cache.generation === this.generation) return this.cache.events;
+    this.connection();
+    const fresh = this.fresh();
+    if (fresh !== null) return fresh;
     const generation = this.generation;
-    const events: EventDescriptor[] = [];
-    const seen = new Set<string>();
-    let cursor: string | undefined;
-    for (let page = 0; page < MAX_LIST_PAGES; page++) {
-      const result = await this.request(client, "events/list", cursor === undefined ? {} : { cursor }, signal);
-      const list = (result as { events?: unknown }).events;
-      if (!Array.isArray(list)) throw new EventsRpcError(-32603, "events/list answered without an events array", undefined);
-      for (const d of list) {
-        if (events.length >= MAX_DESCRIPTORS) break;
-        if (typeof d !== "object" || d === null || typeof (d as { name?: unknown }).name !== "string") continue;
-        const delivery = Array.isArray((d as { delivery?: unknown }).delivery)
-          ? ((d as { delivery: unknown[] }).delivery.filter((m) => typeof m === "string") as string[])
-          : [];
-        // The name goes into refusals ("it offers: …"); one longer than the cut matches no subscription anyway.
-        events.push({ ...(d as Record<string, unknown>), name: boundText((d as { name: string }).name), delivery });
-      }
-      const next = (result as { nextCursor?: unknown }).nextCursor;
-      if (typeof next !== "string" || next === "" || seen.has(next)) break;
-      seen.add(next);
-      cursor = next;
-    }
+    // A caller that waited for an older call may find the list cached by the time it is its turn.
+    return this.listing.run(generation, async (shared) => this.fresh() ?? this.fetchList(generation, shared), signal);
+  }
+
+  private fresh(): EventDescriptor[] | null {
+    return this.cache !== null && this.cache.generation === this.generation ? this.cache.events : null;
+  }
+
+  private async fetchList(generation: number, signal: AbortSignal): Promise<EventDescriptor[]> {
+    const client = this.connection();
+    const events = await readAllPages((cursor) => this.request(client, "events/list", cursor === undefined ? {} : { cursor }, signal));
     if (generation === this.generation) this.cache = { generation, events };
     return events;
   }
@@ -134,6 +132,21 @@ export class ServerEvents {
   /** Forgets the cached list (re-discovery, list_changed). */
   invalidate(): void {
     this.generation++;
+  }
+
+  /** `notifications/events/list_changed`, whichever way it came: stale now, re-listed shortly without a client asking. */
+  listChanged(): void {
+    this.invalidate();
+    this.refresh.changed();
+  }
+
+  private async relist(): Promise<void> {
+    try {
+      await this.list();
+    } catch (e) {
+      // The cache stays stale: the next subscription or `mcp_events_list` asks again.
+      logLine(`serve: events: MCP server ${JSON.stringify(this.server)}: re-listing events after list_changed failed: ${serverText(errorMessage(e))}`);
+    }
   }
 
   /** One `events/poll`; the raw result (validated by the caller). A long poll's request timeout sits above its hold time. */
@@ -191,7 +204,7 @@ export class ServerEvents {
     timeout = RPC_TIMEOUT_MS,
   ): Promise<Record<string, unknown>> {
     try {
-      const result = await client.request({ method, params }, ResultSchema, { timeout, ...(signal ? { signal } : {}) });
+      const result = await withRequestSignal(signal, (own) => client.request({ method, params }, ResultSchema, { timeout, signal: own }));
       return result as Record<string, unknown>;
     } catch (e) {
       // Server and transport messages, and the error's data, reach frames, logs and state: no secret may.
@@ -203,6 +216,8 @@ export class ServerEvents {
   /** Installs the notification router and the outgoing-id hook on this server's client (once per client). */
   private hook(client: Client): void {
     if (this.hooked?.client === client) return;
+    // A new connection (a reconnect): what the old one listed may no longer hold.
+    if (this.hooked !== null) this.invalidate();
     this.hooked?.off();
     const transport = this.pool.transport(this.server);
     const off = transport?.onOutgoing((message: JSONRPCMessage) => {
@@ -216,7 +231,7 @@ export class ServerEvents {
     }) ?? (() => {});
     const previous = client.fallbackNotificationHandler;
     client.fallbackNotificationHandler = async (notification) => {
-      if (notification.method === "notifications/events/list_changed") this.invalidate();
+      if (notification.method === "notifications/events/list_changed") this.listChanged();
       else if (notification.method.startsWith("notifications/events/")) this.route(notification as StreamNotification);
       else await previous?.(notification);
     };

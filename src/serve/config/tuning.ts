@@ -69,8 +69,16 @@ export const TUNING_KNOBS = {
   maxHttpStreams: { env: "VIGIL_EVENTS_MAX_HTTP_STREAMS", default: 128, min: 1, max: 100_000 },
   /** Long poll: sent as `timeoutMs` on every events/poll (servers without long poll ignore it). 0 = off. */
   longPollMs: { env: "VIGIL_EVENTS_LONG_POLL_MS", default: 0, min: 0, max: 10 * MINUTE },
+  /** Cap of the backoff (1 s doubling) while the model is unavailable: how long an outage may go unnoticed. */
+  modelBackoffCapMs: { env: "VIGIL_MODEL_BACKOFF_CAP_MS", default: 5 * MINUTE, min: 1, max: DAY },
+  /** First wait before an MCP server that failed or dropped is connected (or started) again; doubles per failure. */
+  mcpReconnectInitialMs: { env: "VIGIL_MCP_RECONNECT_INITIAL_MS", default: SECOND, min: 1, max: HOUR },
+  /** Cap of that backoff. */
+  mcpReconnectCapMs: { env: "VIGIL_MCP_RECONNECT_CAP_MS", default: MINUTE, min: 1, max: DAY },
   /** Deadline for one JWKS fetch (headers and body). */
   jwksTimeoutMs: { env: "VIGIL_EVENTS_JWKS_TIMEOUT_MS", default: 5000, min: 1, max: 10 * MINUTE },
+  /** A session's transcript moves to a new segment file at this size (old segments fall to `--transcript-retain-bytes`). */
+  transcriptSegmentBytes: { env: "VIGIL_TRANSCRIPT_SEGMENT_BYTES", default: 64 * MiB, min: 1024, max: GiB },
 } as const satisfies Record<string, Knob>;
 
 export type TuningKnob = keyof typeof TUNING_KNOBS;

@@ -3,23 +3,29 @@
  *
  *   POST /v1/sessions/<name>/commands   one JSON command → its `response` frame as JSON
  *   GET  /v1/sessions/<name>/frames     SSE stream of frames (`?since=<seq>` replays)
- *   GET  /v1/health                     {ok:true, sessions, version}
+ *   GET  /v1/health                     {ok, reasons, sessions, max_sessions, version} — always 200 (health.ts)
  *
  * Bad requests get a JSON body `{error:{code,message}}`: 404 unknown path, 405 wrong method, 400 bad
  * session name / bad `since` (not an integer; or beyond the session's last seq, then the error also
- * carries `last_seq`), 415 not application/json, 413 over 1 MiB. A command that does not
+ * carries `last_seq`), 410 `transcript_pruned` for a `since` whose frames retention deleted (with
+ * `oldest_seq`), 415 not application/json, 413 over 1 MiB. A command that does not
  * parse gets 400 with its refusal `response` frame (which carries the same `error`), or 413 when too
  * large. The listener's own cap (`maxRequestBodySize`) is a backstop above the 1 MiB command limit,
  * so that bodies between the two still get the JSON 413 (above it Bun answers a bare 413).
+ * A session that cannot be opened gets 503: `too_many_sessions` past `--max-sessions`,
+ * `too_many_open_files` when the process ran out of file descriptors (EMFILE/ENFILE: said on
+ * stderr; the other sessions go on), else `session_unavailable`.
  */
 import type { Server } from "bun";
-import { errorMessage } from "../../shared/errors.ts";
+import { errnoCode, errorMessage } from "../../shared/errors.ts";
 import { logLine } from "../../shared/log.ts";
 import type { ServeApp } from "../types.ts";
 import { PROTOCOL_LIMITS } from "../protocol/commands.ts";
 import { parseCommand, tooLarge } from "../protocol/parse-command.ts";
 import { isValidSessionName } from "../state/paths.ts";
-import type { SessionRegistry } from "./registry.ts";
+import { prunedBody, sincePruned } from "../state/transcript-pruned.ts";
+import type { HealthReport } from "./health.ts";
+import { type SessionRegistry, TooManySessions } from "./registry.ts";
 import { SseStream } from "./sse.ts";
 
 export const MAX_COMMAND_BYTES = PROTOCOL_LIMITS.commandBytes;
@@ -36,16 +42,18 @@ export interface DaemonHandler {
   fetch(req: Request, server: Server<undefined>): Promise<Response>;
   /** Ends every SSE stream (shutdown). */
   closeStreams(): void;
+  /** Ends the SSE streams of one session once their queued frames are sent (it failed). */
+  endStreamsOf(name: string): void;
 }
 
-export function createDaemonHandler(app: ServeApp, registry: SessionRegistry): DaemonHandler {
-  const streams = new Set<SseStream>();
+export function createDaemonHandler(app: ServeApp, registry: SessionRegistry, health: () => HealthReport): DaemonHandler {
+  const streams = new Map<SseStream, string>();
 
   async function fetch(req: Request, server: Server<undefined>): Promise<Response> {
     const url = new URL(req.url);
     if (url.pathname === "/v1/health") {
       if (req.method !== "GET" && req.method !== "HEAD") return methodNotAllowed("GET");
-      return Response.json({ ok: true, sessions: registry.size, version: app.version });
+      return Response.json({ ...health(), sessions: registry.size, max_sessions: registry.maxSessions, version: app.version });
     }
     const m = SESSION_PATH.exec(url.pathname);
     if (m === null) return jsonError(404, "not_found", `no such endpoint: ${req.method} ${url.pathname.slice(0, 200)}`);
@@ -99,6 +107,11 @@ export function createDaemonHandler(app: ServeApp, registry: SessionRegistry): D
       lease.release();
       return Response.json({ error: { code: "invalid_since", message: beyond, last_seq: lease.session.lastSeq } }, { status: 400 });
     }
+    const pruned = sincePruned(since, lease.session.oldestSeq);
+    if (pruned !== null) {
+      lease.release();
+      return Response.json(prunedBody(pruned), { status: 410 });
+    }
     server.timeout(req, 0);
     const sse = new SseStream(lease.session, {
       since,
@@ -107,7 +120,7 @@ export function createDaemonHandler(app: ServeApp, registry: SessionRegistry): D
         lease.release();
       },
     });
-    streams.add(sse);
+    streams.set(sse, name);
     req.signal.addEventListener("abort", () => sse.close(), { once: true });
     return new Response(sse.stream, {
       headers: { "content-type": "text/event-stream", "cache-control": "no-store", "x-accel-buffering": "no" },
@@ -117,7 +130,10 @@ export function createDaemonHandler(app: ServeApp, registry: SessionRegistry): D
   return {
     fetch,
     closeStreams() {
-      for (const s of [...streams]) s.close();
+      for (const s of [...streams.keys()]) s.close();
+    },
+    endStreamsOf(name) {
+      for (const [s, of] of [...streams]) if (of === name) s.endAfterSent();
     },
   };
 }
@@ -138,8 +154,22 @@ function methodNotAllowed(allow: string): Response {
 }
 
 function sessionUnavailable(name: string, e: unknown): Response {
+  if (e instanceof TooManySessions) return jsonError(503, "too_many_sessions", e.message);
   logLine(`serve: session ${JSON.stringify(name)} could not be opened: ${errorMessage(e)}`);
+  if (outOfDescriptors(e)) {
+    return jsonError(503, "too_many_open_files", `session ${JSON.stringify(name)} could not be opened: the daemon is out of file descriptors (lower --max-sessions or raise its open-files limit)`);
+  }
   return jsonError(503, "session_unavailable", `session ${JSON.stringify(name)} could not be opened`);
+}
+
+/** EMFILE/ENFILE, on the error or on one it wraps. */
+function outOfDescriptors(e: unknown): boolean {
+  for (let cause = e, depth = 0; cause !== undefined && cause !== null && depth < 5; depth++) {
+    const code = errnoCode(cause);
+    if (code === "EMFILE" || code === "ENFILE") return true;
+    cause = (cause as { cause?: unknown }).cause;
+  }
+  return false;
 }
 
 function safeDecode(s: string): string | null {

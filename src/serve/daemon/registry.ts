@@ -6,11 +6,28 @@
  * Holds count attached streams and requests being handled; the reaper is one interval timer,
  * checking a few times per timeout (at most every 30 s). A name being reaped is reopened only once
  * its close has finished, so two Session objects never share a transcript.
+ *
+ * Open sessions are capped (`--max-sessions`, issue 12 item F): past the cap a new name is refused
+ * with `TooManySessions` (HTTP 503 `too_many_sessions`) and the open ones are untouched. Sessions
+ * still closing count, since they still hold their files. The daemon's own sessions (the events
+ * session at boot and after a failure, restored ones) are not refused: a client burst must not
+ * lock them out.
  */
 import type { ServeApp } from "../types.ts";
 import { errorMessage } from "../../shared/errors.ts";
 import { logLine } from "../../shared/log.ts";
 import type { Session } from "../session/session.ts";
+
+/** A new session past `--max-sessions`. */
+export class TooManySessions extends Error {
+  readonly code = "too_many_sessions";
+  constructor(readonly max: number) {
+    super(`the daemon has ${max} sessions open (--max-sessions ${max}); retry once one is reaped`);
+    this.name = "TooManySessions";
+  }
+}
+
+export const DEFAULT_MAX_SESSIONS = 1000;
 
 export interface Lease {
   session: Session;
@@ -32,6 +49,7 @@ export class SessionRegistry {
     private readonly app: ServeApp,
     private readonly idleMs: number,
     private readonly now: () => number = Date.now,
+    readonly maxSessions: number = DEFAULT_MAX_SESSIONS,
   ) {
     if (idleMs > 0) {
       const every = Math.min(MAX_CHECK_MS, Math.max(MIN_CHECK_MS, Math.floor(idleMs / 4)));
@@ -45,8 +63,13 @@ export class SessionRegistry {
     return this.app.sessionNames().length;
   }
 
-  /** Opens (or finds) the session and holds it against the reaper until `release`. */
-  async acquire(name: string): Promise<Lease> {
+  /** Open plus still closing: what holds files. */
+  get held(): number {
+    return this.size + this.closing.size;
+  }
+
+  /** Opens (or finds) the session and holds it against the reaper until `release`; `uncapped`: a session of the daemon's own. */
+  async acquire(name: string, o: { uncapped?: boolean } = {}): Promise<Lease> {
     this.holds.set(name, (this.holds.get(name) ?? 0) + 1);
     let released = false;
     const release = () => {
@@ -60,6 +83,9 @@ export class SessionRegistry {
     try {
       const pending = this.closing.get(name);
       if (pending !== undefined) await pending;
+      // Checked with no await before the open registers the name, so a burst cannot overshoot.
+      const isNew = !this.app.sessionNames().includes(name);
+      if (isNew && o.uncapped !== true && this.held >= this.maxSessions) throw new TooManySessions(this.maxSessions);
       const session = await this.app.openSession(name);
       this.open.set(name, session);
       return { session, release };
@@ -91,6 +117,11 @@ export class SessionRegistry {
     for (const name of reaped) logLine(`serve: session ${JSON.stringify(name)} reaped after ${Math.round(this.idleMs / 1000)} s idle`);
     await Promise.all(reaped.map((n) => this.closing.get(n)));
     return reaped;
+  }
+
+  /** Forgets a session closed elsewhere (a failed one, session-faults.ts); one reopened since stays. */
+  forget(name: string): void {
+    if (this.open.get(name)?.closed === true) this.open.delete(name);
   }
 
   /** Stops the reaper (sessions are closed by the app's shutdown). */

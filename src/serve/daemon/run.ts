@@ -5,6 +5,10 @@
  * SIGHUP: then it stops accepting, ends the SSE streams, closes every session (runs in flight are
  * aborted and recorded), the pool and every stdio server group, and exits 0 (an orderly stop is
  * the daemon's normal end).
+ *
+ * A session that fails (an unexpected exception, session-faults.ts) is closed by the app; here its
+ * SSE streams end once they carried its `error` frame, and the sessions that must keep running
+ * come back with backoff (restarts.ts). `/v1/health` is judged by health.ts.
  */
 import { writeSync } from "node:fs";
 import { errnoCode, errorMessage, usageError } from "../../shared/errors.ts";
@@ -13,8 +17,10 @@ import { ENDING_SIGNALS, onSignals } from "../../shared/signals.ts";
 import { within } from "../../shared/time.ts";
 import type { ServeApp } from "../types.ts";
 import { LISTENER_BODY_CAP, createDaemonHandler, jsonError } from "./http.ts";
+import { healthReport } from "./health.ts";
 import { type ListenAddress, listenUrl } from "./listen.ts";
 import { SessionRegistry } from "./registry.ts";
+import { SessionRestarts } from "./restarts.ts";
 
 const STOP_MS = 2000;
 
@@ -22,6 +28,8 @@ export interface DaemonOptions {
   listen: ListenAddress;
   /** Seconds; 0 = never reap. */
   idleTimeoutSecs: number;
+  /** `--max-sessions`. */
+  maxSessions: number;
 }
 
 /**
@@ -39,7 +47,7 @@ async function wakeBootSessions(app: ServeApp, registry: SessionRegistry): Promi
   }
   for (const name of names) {
     try {
-      const lease = await registry.acquire(name);
+      const lease = await registry.acquire(name, { uncapped: true });
       lease.release();
     } catch (e) {
       logLine(`serve: events: session ${JSON.stringify(name)} could not be started: ${errorMessage(e)}`);
@@ -48,8 +56,26 @@ async function wakeBootSessions(app: ServeApp, registry: SessionRegistry): Promi
 }
 
 export async function runDaemonMode(app: ServeApp, o: DaemonOptions): Promise<number> {
-  const registry = new SessionRegistry(app, o.idleTimeoutSecs * 1000);
-  const handler = createDaemonHandler(app, registry);
+  const registry = new SessionRegistry(app, o.idleTimeoutSecs * 1000, Date.now, o.maxSessions);
+  const restarts = new SessionRestarts(async (name) => {
+    (await registry.acquire(name, { uncapped: true })).release();
+  });
+  const eventsSession = app.events.hasConfigured ? app.events.owner : null;
+  const health = () =>
+    healthReport({
+      servers: app.serverStates(),
+      sessions: registry.held,
+      maxSessions: o.maxSessions,
+      eventsSession,
+      eventsSessionRunning: eventsSession !== null && app.sessionNames().includes(eventsSession),
+      eventsRestartInMs: eventsSession === null ? undefined : restarts.restartInMs(eventsSession),
+    });
+  const handler = createDaemonHandler(app, registry, health);
+  const offEnded = app.onSessionEnded((name, restart) => {
+    registry.forget(name);
+    handler.endStreamsOf(name);
+    if (restart) restarts.failed(name);
+  });
   let server;
   try {
     server = Bun.serve({
@@ -80,6 +106,8 @@ export async function runDaemonMode(app: ServeApp, o: DaemonOptions): Promise<nu
   void wakeBootSessions(app, registry);
 
   await signalled;
+  offEnded();
+  restarts.stop();
   registry.stop();
   handler.closeStreams();
   await within(server.stop(), STOP_MS);

@@ -44,6 +44,8 @@ export class SseStream {
   private queued = 0;
   private wake: (() => void) | null = null;
   private closed = false;
+  /** `endAfterSent`: no new frames; the stream ends once what is queued is sent. */
+  private ending = false;
   private replaying: boolean;
   private cursor: number;
   private held: { seq: number; json: string }[] = [];
@@ -86,7 +88,15 @@ export class SseStream {
     this.o.onClose();
   }
 
+  /** Ends the stream once the frames already queued are sent (the session ended, session-faults.ts). */
+  endAfterSent(): void {
+    if (this.closed || this.ending) return;
+    this.ending = true;
+    this.wake?.();
+  }
+
   private live(record: TranscriptRecord, json: string): void {
+    if (this.ending) return;
     if (this.replaying) {
       if (this.behind()) return;
       this.held.push({ seq: record.seq, json });
@@ -131,6 +141,10 @@ export class SseStream {
 
   private async pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
     while (!this.closed && this.queue.length === 0) {
+      if (this.ending) {
+        this.close();
+        break;
+      }
       if (this.replaying) {
         await this.replayPage();
         continue;

@@ -18,6 +18,7 @@ import { NO_NUL, integer, text } from "../../shared/schema-parts.ts";
 import { scrubText } from "../../shared/scrub.ts";
 import { within } from "../../shared/time.ts";
 import type { Env } from "../config/env.ts";
+import { contextTokensEntry } from "../context/budget.ts";
 import { closeStdin, forwardStderr, readBounded, writePrompt } from "./command-pipes.ts";
 import type { ProviderEntry } from "./provider.ts";
 import { renderTranscriptPrompt } from "./transcript-prompt.ts";
@@ -44,6 +45,7 @@ function commandModelSchema(_expanded: boolean) {
     provider: v.literal("command"),
     command: argv,
     timeout_ms: v.optional(integer(1, L.timeoutMs), 600_000),
+    context_tokens: contextTokensEntry(),
   }, "expected a mapping");
 }
 
@@ -58,7 +60,7 @@ export const commandProvider = {
   describe: (model) => `command:${model.command[0] ?? ""}`,
   apiKeyVariable: () => undefined,
   // The command inherits vigil's environment, as it always has (`env` is not passed on).
-  create: (model) => ({ chat: createCommandModel(model), maxTurns: 1, timeoutMs: model.timeout_ms }),
+  create: (model) => ({ chat: createCommandModel(model), maxTurns: 1, timeoutMs: model.timeout_ms, contextTokens: model.context_tokens }),
 } as const satisfies ProviderEntry<ReturnType<typeof commandModelSchema>>;
 
 /** The command model as a `ChatModel`: each turn renders the conversation and runs the command once. */

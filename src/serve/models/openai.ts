@@ -5,9 +5,10 @@
  *
  * Plain `fetch` rather than ofetch: ofetch's retry defaults include 4xx statuses (408/409/425) and
  * skip POST, and it cannot bound a body while reading it; the loop below states the whole policy.
- * Retried: connect errors (no response), 429 and 5xx — at most MAX_RETRIES times, with exponential
- * backoff or the server's `Retry-After` (bounded). Never retried: any other status, a timeout, an
- * abort, a malformed response. A completion has no side effect at the provider, so a retry after a
+ * Retried: connect errors (no response), 408, 429 and 5xx — at most MAX_RETRIES times, with
+ * exponential backoff or the server's `Retry-After` (bounded). Never retried: any other status, a
+ * timeout, an abort, a malformed response. What is still failing after that is an outage, not the
+ * request's fault (models/availability.ts). A completion has no side effect at the provider, so a retry after a
  * dropped connection is safe.
  *
  * Config: `base_url` expands `${VAR}` (and is secret when it did, or when it embeds credentials);
@@ -20,6 +21,8 @@ import { logLine } from "../../shared/log.ts";
 import { registerSecrets, scrubText } from "../../shared/scrub.ts";
 import { ENV_NAME, httpUrl, integer, text } from "../../shared/schema-parts.ts";
 import type { Env } from "../config/env.ts";
+import { contextTokensEntry } from "../context/budget.ts";
+import { isUnavailableStatus } from "./availability.ts";
 import { abortableSleep, providerReason, readBounded, retryAfterMs } from "./openai-http.ts";
 import { chatRequestBody, parseChatResponse } from "./openai-wire.ts";
 import { type ProviderEntry, readApiKey, shortUrl } from "./provider.ts";
@@ -47,6 +50,7 @@ function openAiModelSchema(expanded: boolean) {
     api_key_env: v.optional(text("an environment variable name", L.envNameChars, 1, ENV_NAME)),
     max_turns: v.optional(integer(1, L.maxTurns), 8),
     timeout_ms: v.optional(integer(1, L.timeoutMs), 120_000),
+    context_tokens: contextTokensEntry(),
   }, "expected a mapping");
 }
 
@@ -60,7 +64,9 @@ export const openAiProvider = {
   redact: (model, hide) => ({ ...model, base_url: hide.url(model.base_url, ["base_url"]) }),
   describe: (model) => `openai:${model.model}@${shortUrl(model.base_url)}`,
   apiKeyVariable: (model) => model.api_key_env,
-  create: (model, { env }) => ({ chat: createOpenAiModel(model, { env }), maxTurns: model.max_turns, timeoutMs: model.timeout_ms }),
+  create: (model, { env }) => ({
+    chat: createOpenAiModel(model, { env }), maxTurns: model.max_turns, timeoutMs: model.timeout_ms, contextTokens: model.context_tokens,
+  }),
 } as const satisfies ProviderEntry<ReturnType<typeof openAiModelSchema>>;
 
 export const MAX_RETRIES = 3;
@@ -107,7 +113,7 @@ export function createOpenAiModel(config: OpenAiModelConfig, options: OpenAiMode
     try {
       const text = await readBounded(res, both);
       if (!res.ok) {
-        const retryable = res.status === 429 || res.status >= 500;
+        const retryable = isUnavailableStatus(res.status);
         const hint = retryAfterMs(res.headers.get("retry-after"));
         throw new ModelError("http", scrub(`model HTTP ${res.status}${providerReason(text)}`), {
           retryable, status: res.status, ...(hint === undefined ? {} : { retryAfterMs: hint }),

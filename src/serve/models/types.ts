@@ -103,4 +103,6 @@ export interface RunModel {
   chat: ChatModel;
   maxTurns: number;
   timeoutMs: number;
+  /** `model.context_tokens`: every request is held within it (serve/context/; default 32,000). */
+  contextTokens?: number;
 }

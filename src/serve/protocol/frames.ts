@@ -7,6 +7,7 @@
  * frame; the builders here leave it out (`FrameBody`), and `Sequenced<F>` is the frame as sent.
  */
 import type { McpEventFrame, McpEventStatusFrame } from "../../events/frames.ts";
+import type { ModelStatusFrame } from "../../events/model-status.ts";
 import type { CommandId, CommandName } from "./commands.ts";
 
 // The events client owns its frames, status types and `mcp_events_*` data; they are part of this
@@ -28,6 +29,7 @@ export {
   mcpEventFrame,
   mcpEventStatusFrame,
 } from "../../events/frames.ts";
+export { type ModelAvailableFrame, type ModelStatusFrame, type ModelUnavailableFrame } from "../../events/model-status.ts";
 
 export const PROTOCOL_VERSION = 1 as const;
 
@@ -112,16 +114,46 @@ export interface RunEndFrame {
   code?: string;
 }
 
+/**
+ * The session ended (issue 12 item F): `session_crashed` (an unexpected exception; it is stored,
+ * the last frame of that session object) or `session_failed` (its transcript failed; sent unstored,
+ * see session/frame-log.ts). A client reconnects to get a new session of the same name.
+ */
+export interface ErrorFrame {
+  type: "error";
+  code: "session_crashed" | "session_failed";
+  message: string;
+}
+
+export function errorFrame(code: ErrorFrame["code"], message: string): ErrorFrame {
+  return { type: "error", code, message };
+}
+
+/**
+ * The session's history from `from_seq` to `to_seq` was replaced by `summary` (a summary the model
+ * wrote, or a notice that messages were trimmed) to fit the model's context (issue 12 item A). A
+ * restart rebuilds the history from the last one: the summary, then what follows `to_seq`.
+ */
+export interface CompactionFrame {
+  type: "compaction";
+  summary: string;
+  from_seq: number;
+  to_seq: number;
+}
+
 /** A frame as built, before the session numbers it. */
 export type FrameBody =
   | ResponseFrame
+  | ErrorFrame
   | RunStartFrame
   | MessageFrame
   | ToolCallFrame
   | ToolResultFrame
   | RunEndFrame
+  | CompactionFrame
   | McpEventFrame
-  | McpEventStatusFrame;
+  | McpEventStatusFrame
+  | ModelStatusFrame;
 
 export type FrameType = FrameBody["type"];
 
@@ -184,4 +216,8 @@ export function runEndFrame(run_id: string, status: RunStatus, error?: string, c
   if (error !== undefined) frame.error = error;
   if (code !== undefined) frame.code = code;
   return frame;
+}
+
+export function compactionFrame(summary: string, from_seq: number, to_seq: number): CompactionFrame {
+  return { type: "compaction", summary, from_seq, to_seq };
 }

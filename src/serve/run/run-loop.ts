@@ -14,6 +14,9 @@
  *   The `command` model answers its one turn with text, so its run is one turn.
  * - Bounds: `maxTurns` model turns (one more turn wanted → failed, the conversation so far kept)
  *   and `timeoutMs` for the whole run (an internal deadline combined with the caller's signal).
+ * - Context: every request goes through a ContextKeeper (context/keeper.ts), which holds it within
+ *   `model.context_tokens`, compacting the history (a stored `compaction` frame) or the run's own
+ *   growth first; `appended` is the run's messages as the model last saw them.
  * - A run that is aborted or times out while tool calls are pending answers those calls with an
  *   error tool message, so the stored conversation stays well formed for the next run.
  */
@@ -30,6 +33,10 @@ import {
   toolCallFrame,
   toolResultFrame,
 } from "../protocol/frames.ts";
+import { unavailableRunCode } from "../models/availability.ts";
+import type { HistoryBlock } from "../context/blocks.ts";
+import { contextBudget } from "../context/budget.ts";
+import { ContextKeeper } from "../context/keeper.ts";
 import { ModelAnswerTooLargeError, modelAnswerProblem } from "./answer-caps.ts";
 import type { ToolGateway } from "./tool-gateway.ts";
 
@@ -42,6 +49,15 @@ export interface RunInput {
   prompt: ChatMessage[];
   /** Messages steered into the running run; called right before each model turn. */
   takeSteers(): ChatMessage[];
+  /**
+   * The history as the session keeps it (blocks with transcript seqs), when it has one; `history`
+   * is then its flattened messages. Without it `history` is one block.
+   */
+  blocks?: HistoryBlock[];
+  /** The transcript's last seq when the run was created (a compaction's range ends there at most). */
+  historySeq?: number;
+  /** Called when the model answered a turn: the first `count` steers taken have been received. */
+  steersReceived?(count: number): void;
 }
 
 export type { RunModel } from "../models/types.ts";
@@ -57,7 +73,7 @@ export interface RunDeps {
 export interface RunResult {
   status: RunStatus;
   error?: string;
-  /** The stable code of a failure that has one (`model_answer_too_large`, `frame_not_stored`). */
+  /** The stable code of a failure that has one (`model_answer_too_large`, `frame_not_stored`, `model_unavailable`: models/availability.ts). */
   code?: string;
   /** Everything this run added to the conversation, in order: prompt, steers, assistant and tool messages. */
   appended: ChatMessage[];
@@ -68,7 +84,6 @@ export interface RunResult {
 const ABORTED_TOOL_TEXT = "vigil: the run ended before this tool call completed";
 
 export async function runConversation(input: RunInput, deps: RunDeps, signal: AbortSignal): Promise<RunResult> {
-  const appended: ChatMessage[] = [...input.prompt];
   let steersSeen = 0;
   const deadline = new AbortController();
   const timeoutMs = deps.model.timeoutMs;
@@ -76,15 +91,18 @@ export async function runConversation(input: RunInput, deps: RunDeps, signal: Ab
   const combined = AbortSignal.any([signal, deadline.signal]);
 
   await deps.emit(runStartFrame(input.runId, input.trigger));
-  const messages: ChatMessage[] = [
-    ...(deps.systemPrompt === undefined || deps.systemPrompt === "" ? [] : [{ role: "system" as const, text: deps.systemPrompt }]),
-    ...input.history,
-    ...input.prompt,
-  ];
-  const add = (m: ChatMessage) => {
-    messages.push(m);
-    appended.push(m);
-  };
+  // Every request goes through the keeper, which holds it within `model.context_tokens` (context/).
+  const keeper = new ContextKeeper({
+    chat: deps.model.chat,
+    budget: contextBudget(deps.model.contextTokens),
+    ...(deps.systemPrompt === undefined ? {} : { systemPrompt: deps.systemPrompt }),
+    blocks: input.blocks ?? (input.history.length === 0 ? [] : [{ fromSeq: 1, toSeq: input.historySeq ?? 0, messages: input.history }]),
+    historySeq: input.historySeq ?? 0,
+    prompt: input.prompt,
+    emit: (frame) => deps.emit(frame),
+  });
+  const appended = keeper.own;
+  const add = (m: ChatMessage) => keeper.add(m);
   const takeSteers = async () => {
     for (const m of input.takeSteers()) {
       add(m);
@@ -96,9 +114,10 @@ export async function runConversation(input: RunInput, deps: RunDeps, signal: Ab
   let status: RunStatus = "ok";
   let error: string | undefined;
   let code: string | undefined;
+  const turns: TurnProgress = { answered: 0, steersReceived: input.steersReceived };
   try {
     if (signal.aborted) throw new ModelError("aborted", "run aborted before it started");
-    await chatLoop(deps.model, deps, input.runId, messages, add, takeSteers, combined);
+    await chatLoop(deps.model, deps, input.runId, keeper, add, takeSteers, combined, turns, () => steersSeen);
   } catch (e) {
     if (signal.aborted) {
       status = "aborted";
@@ -106,12 +125,14 @@ export async function runConversation(input: RunInput, deps: RunDeps, signal: Ab
     } else if (deadline.signal.aborted) {
       status = "failed";
       error = `the run timed out after ${timeoutMs} ms`;
+      // The deadline cut a model request that never answered: the model is unavailable (availability.ts).
+      code = e instanceof ModelError ? unavailableRunCode(new ModelError("timeout", error), turns.answered) : undefined;
     } else {
       status = "failed";
-      code = stableCode(e);
+      code = unavailableRunCode(e, turns.answered) ?? stableCode(e);
       error = e instanceof ModelError || e instanceof RunLimitError || code !== undefined ? (e as Error).message : `the run failed: ${errorMessage(e)}`;
     }
-    closePendingToolCalls(messages, add);
+    closePendingToolCalls(keeper.own, add);
   } finally {
     clearTimeout(timer);
   }
@@ -123,6 +144,12 @@ export async function runConversation(input: RunInput, deps: RunDeps, signal: Ab
 }
 
 class RunLimitError extends Error {}
+
+/** How far the run got with the model: turns answered, and whom to tell that steers were received. */
+interface TurnProgress {
+  answered: number;
+  steersReceived: ((count: number) => void) | undefined;
+}
 
 /**
  * The stable code of one of our typed errors, which the run_end carries so clients can tell
@@ -137,17 +164,22 @@ async function chatLoop(
   model: RunModel,
   deps: RunDeps,
   runId: string,
-  messages: ChatMessage[],
+  keeper: ContextKeeper,
   add: (m: ChatMessage) => void,
   takeSteers: () => Promise<void>,
   signal: AbortSignal,
+  turns: TurnProgress,
+  steersSeen: () => number,
 ): Promise<void> {
   // A model that cannot call tools is offered none, and the servers are not asked for their list.
   const specs: ToolSpec[] = deps.tools === null || !model.chat.acceptsTools ? [] : await deps.tools.specs();
   for (let turn = 0; turn < model.maxTurns; turn++) {
     signal.throwIfAborted();
     await takeSteers();
-    const answer = await model.chat.turn(messages, specs, signal);
+    const answer = await model.chat.turn(await keeper.request(specs, signal), specs, signal);
+    turns.answered++;
+    // The model answered a request carrying every steer taken so far: they are received (serve.md §6 item 5).
+    turns.steersReceived?.(steersSeen());
     const tooLarge = modelAnswerProblem(answer);
     if (tooLarge !== null) throw new ModelAnswerTooLargeError(tooLarge);
     // Each message is announced before it joins the conversation: if its frame cannot be stored,

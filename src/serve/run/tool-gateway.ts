@@ -16,7 +16,10 @@
  *   `E_INVALID_CALL` deny (every evaluated call is on record, as in wrap); the model gets the
  *   error's message so it can retry. `arguments_sha256` is then the digest of the raw string.
  * - A qualified name that matches no listed server tool is not a governed call (there is no server
- *   to attribute it to): it is answered with an error text and not recorded.
+ *   to attribute it to): it is answered with an error text and not recorded. When its prefix names
+ *   a configured server that is down, the text names that server's state (serve.md §6 item 10:
+ *   reconnecting since when, why, the next attempt), so the model can tell "gone for now" from
+ *   "no such tool"; a listed tool whose server went down gets the same from the pool.
  * - Without a policy every call is allowed and recorded with reason_code `no_policy`.
  * - With a decision log, a failed write denies the call with `E_EVIDENCE_UNAVAILABLE` (fail closed,
  *   the default) unless `onEvidenceFailure` is "continue"; once the log is poisoned every later
@@ -42,7 +45,7 @@ import { type ToolCall, type ToolSpec, isToolArgumentsError } from "../models/ty
 export const MAX_TOOL_RESULT_BYTES = 64 * 1024;
 
 export interface ToolGatewayOptions {
-  pool: Pick<McpServerPool, "listTools" | "callTool">;
+  pool: Pick<McpServerPool, "listTools" | "callTool" | "unavailable">;
   policy: LoadedPolicy | null;
   /** The decision log writer; null when no decision log is configured. */
   decisions: DecisionRecorder | null;
@@ -145,8 +148,9 @@ export function createToolGateway(options: ToolGatewayOptions): ToolGateway {
     const target = known.get(tc.name);
     if (target === undefined) {
       await onDecided?.({ server: "", tool: tc.name, argumentsSha256, decision: "deny" });
+      const down = pool.unavailable(tc.name);
       return {
-        text: `vigil: unknown tool ${JSON.stringify(tc.name.slice(0, 200))}; use one of the tools offered`,
+        text: down !== null ? `vigil: ${down}` : `vigil: unknown tool ${JSON.stringify(tc.name.slice(0, 200))}; use one of the tools offered`,
         isError: true,
         decision: "deny",
         server: "",

@@ -8,6 +8,8 @@ import type { ChatMessage } from "../models/types.ts";
 export interface PendingItem {
   text: string;
   tag?: string;
+  /** An injected batch that came in as a steer: delivered once the model received it (delivery-reports.ts). */
+  steer?: true;
 }
 
 export class Queues {

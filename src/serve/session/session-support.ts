@@ -60,13 +60,16 @@ export function withoutPrompt(appended: ChatMessage[], prompt: PendingItem[]): C
   return i === 0 ? appended : appended.slice(i);
 }
 
-/** Calls every listener with `value`; a listener's failure is its own. */
-export function notifyEach<T>(listeners: Iterable<(value: T) => void>, value: T): void {
+/**
+ * Calls every listener with `value`; a listener's failure does not stop the others, and goes to
+ * `onError` (a session's fault boundary: an exception there is unexpected, issue 12 item F).
+ */
+export function notifyEach<T>(listeners: Iterable<(value: T) => void>, value: T, onError: (e: unknown) => void = () => {}): void {
   for (const listener of [...listeners]) {
     try {
       listener(value);
-    } catch {
-      // not the caller's concern
+    } catch (e) {
+      onError(e);
     }
   }
 }

@@ -13,34 +13,27 @@
  * - A run's `run_end` is stored once the session is idle again (or runs the next queued run), so a
  *   client that sees it and asks get_state or prompts finds the run over.
  */
+import type { HistoryBlock } from "../context/blocks.ts";
+import { contextBudget } from "../context/budget.ts";
 import type { ChatMessage } from "../models/types.ts";
 import type { Command, CommandName } from "../protocol/commands.ts";
 import { PROTOCOL_VERSION, type FrameBody, type ResponseFrame, errorResponse, okResponse, runEndFrame, runStartFrame } from "../protocol/frames.ts";
 import { Transcript, type ReadSinceOptions, type ReadSinceResult } from "../state/transcript.ts";
+import { isTranscriptPruned, prunedResponse } from "../state/transcript-pruned.ts";
 import { errorMessage } from "../../shared/errors.ts";
 import { within } from "../../shared/time.ts";
 import { FrameLog } from "./frame-log.ts";
+import { type ActiveRun, newActiveRun } from "./active-run.ts";
+import { Conversation } from "./conversation.ts";
 import { rebuildHistory } from "./history.ts";
 import { type PendingItem, Queues, userMessages } from "./queues.ts";
-import { DEFAULT_CLOSE_TIMEOUT_MS, FrameNotStoredError, SessionClosedError, eventsNotEnabled, normalizeOutcome, notifyEach, withoutPrompt } from "./session-support.ts";
+import { DeliveryReports, injectedItem } from "./delivery-reports.ts";
+import { DEFAULT_CLOSE_TIMEOUT_MS, FrameNotStoredError, SessionClosedError, eventsNotEnabled, normalizeOutcome, withoutPrompt } from "./session-support.ts";
 import { settleRun } from "./settle.ts";
 import type {
   EventsCommand, EventsHandler, EventsSession, FrameListener, InjectResult, Injection,
-  RunOutcome, RunRequest, RunSettled, RunSettledListener, Runner, SessionOptions, SessionState, SessionStateData,
+  ReceivedListener, RunOutcome, RunRequest, RunSettled, RunSettledListener, Runner, SessionOptions, SessionState, SessionStateData,
 } from "./types.ts";
-
-interface ActiveRun {
-  id: string;
-  controller: AbortController;
-  prompt: PendingItem[];
-  taken: PendingItem[];
-  /** Emits from the runner are stored while true. */
-  accepting: boolean;
-  sawStart: boolean;
-  /** The runner's own run_end, held until the session is idle again (see `finish`). */
-  end: FrameBody | null;
-  done: Promise<void>;
-}
 
 type StoredResponse = ResponseFrame & { seq?: number; time?: string };
 
@@ -50,31 +43,38 @@ export class Session implements EventsSession {
   private readonly now: () => number;
   private readonly newRunId: () => string;
   private readonly closeTimeoutMs: number;
+  private readonly onFault: (error: unknown) => void;
+  private readonly serverStates: SessionOptions["serverStates"];
+  private readonly contextTokens: number | undefined;
   private readonly frames: FrameLog;
   private readonly queues = new Queues();
-  private readonly settledListeners = new Set<RunSettledListener>();
+  private readonly reports = new DeliveryReports((e) => this.onFault(e));
   private eventsHandler: EventsHandler = eventsNotEnabled;
-  private readonly conversation: ChatMessage[];
+  private readonly conversation: Conversation;
   private run: ActiveRun | null = null;
   private closing: Promise<void> | null = null;
   private activity: number;
 
-  private constructor(o: SessionOptions, private readonly transcript: Transcript, history: ChatMessage[]) {
+  private constructor(o: SessionOptions, private readonly transcript: Transcript, history: HistoryBlock[]) {
     this.name = o.name;
     this.runner = o.runner;
     this.now = o.now ?? Date.now;
     this.newRunId = o.newRunId ?? (() => `run_${crypto.randomUUID()}`);
     this.closeTimeoutMs = o.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS;
+    this.onFault = o.onFault ?? (() => {});
+    this.serverStates = o.serverStates;
+    this.contextTokens = o.contextTokens;
     this.frames = new FrameLog(transcript);
-    this.conversation = history;
+    this.frames.subscribe((f) => this.reports.see(f));
+    this.conversation = new Conversation(history);
     this.activity = this.now();
   }
 
-  /** Opens the transcript in `dir` and rebuilds the history from its `message` frames. */
+  /** Opens the transcript in `dir` and rebuilds the history from its last compaction on (history.ts). */
   static async open(options: SessionOptions): Promise<Session> {
-    const transcript = await Transcript.open(options.dir);
+    const transcript = await Transcript.open(options.dir, options.transcript);
     try {
-      const history = await rebuildHistory(transcript);
+      const history = await rebuildHistory(transcript, options.name);
       return new Session(options, transcript, history);
     } catch (e) {
       await transcript.close().catch(() => {});
@@ -96,6 +96,11 @@ export class Session implements EventsSession {
     return this.activity;
   }
 
+  /** The largest event batch its model takes (context/budget.ts), for the events coalescer. */
+  get injectionMaxBytes(): number {
+    return contextBudget(this.contextTokens).batchBytes;
+  }
+
   get closed(): boolean {
     return this.closing !== null;
   }
@@ -109,21 +114,20 @@ export class Session implements EventsSession {
     return this.transcript.lastSeq;
   }
 
+  /** The oldest seq still stored (transcript retention deleted those before it). */
+  get oldestSeq(): number { return this.transcript.oldestSeq; }
+
   /** The conversation so far (user/assistant text of earlier runs). */
   get history(): readonly ChatMessage[] {
-    return this.conversation;
+    return this.conversation.messages();
   }
 
   subscribe(listener: FrameListener): () => void {
     return this.frames.subscribe(listener);
   }
 
-  onRunSettled(listener: RunSettledListener): () => void {
-    this.settledListeners.add(listener);
-    return () => {
-      this.settledListeners.delete(listener);
-    };
-  }
+  readonly onRunSettled = (listener: RunSettledListener): (() => void) => this.reports.onRunSettled(listener);
+  readonly onReceived = (listener: ReceivedListener): (() => void) => this.reports.onReceived(listener);
 
   /** Routes `mcp_events_*` commands (null restores the default `events_not_enabled` answer). */
   setEventsHandler(handler: EventsHandler | null): void {
@@ -197,7 +201,7 @@ export class Session implements EventsSession {
           response = errorResponse(id, null, "unknown_command", "unknown command type");
       }
     } catch (e) {
-      response = errorResponse(id, type, "internal", errorMessage(e));
+      response = isTranscriptPruned(e) ? prunedResponse(id, type, e) : errorResponse(id, type, "internal", errorMessage(e));
     }
     const answer = this.respond(response);
     after?.();
@@ -224,7 +228,7 @@ export class Session implements EventsSession {
   inject(injection: Injection): InjectResult {
     if (this.closed || this.transcript.failed) throw new SessionClosedError();
     this.touch();
-    const r = this.accept({ text: injection.text, tag: injection.tag }, injection.behavior, "mcp_events");
+    const r = this.accept(injectedItem(injection), injection.behavior, "mcp_events");
     if ("start" in r) {
       r.start.go();
       return { started: r.start.id };
@@ -270,6 +274,8 @@ export class Session implements EventsSession {
       queued: this.queued,
       pending_injections: this.queues.pendingInjections,
       last_seq: this.transcript.lastSeq,
+      ...this.reports.stateField(),
+      ...(this.serverStates === undefined ? {} : { servers: this.serverStates() }),
     };
     if (this.run !== null) data.run_id = this.run.id;
     if (this.transcript.failed) data.failed = this.transcript.failed.message;
@@ -305,29 +311,22 @@ export class Session implements EventsSession {
   }
 
   private reserve(id: string, prompt: PendingItem[]): ActiveRun {
-    const run: ActiveRun = {
-      id,
-      controller: new AbortController(),
-      prompt,
-      taken: [],
-      accepting: true,
-      sawStart: false,
-      end: null,
-      done: Promise.resolve(),
-    };
+    const run = newActiveRun(id, prompt);
     this.run = run;
     return run;
   }
 
   private execute(run: ActiveRun, trigger: string): void {
-    run.done = this.drive(run, trigger);
+    run.done = this.drive(run, trigger).catch((e) => this.onFault(e));
   }
 
   private async drive(run: ActiveRun, trigger: string): Promise<void> {
     const request: RunRequest = {
       runId: run.id,
       trigger,
-      history: [...this.conversation],
+      history: this.conversation.messages(),
+      blocks: this.conversation.snapshot(),
+      historySeq: this.transcript.lastSeq,
       prompt: userMessages(run.prompt),
       takeSteers: () => {
         if (!run.accepting || this.run !== run) return [];
@@ -335,13 +334,18 @@ export class Session implements EventsSession {
         run.taken.push(...taken);
         return userMessages(taken);
       },
+      steersReceived: this.reports.receiptsFor(run.prompt, run.taken),
     };
     const emit = (frame: FrameBody) => {
       if (!run.accepting) return;
       if (frame.type === "run_start") run.sawStart = true;
       if (frame.type === "run_end") run.end = frame;
-      // Stored, or the run fails here: it never goes on past a frame no client saw.
-      else if (this.store(frame) === null) throw new FrameNotStoredError(frame.type, errorMessage(this.frames.lastError));
+      else {
+        const record = this.store(frame);
+        // Stored, or the run fails here: it never goes on past a frame no client saw.
+        if (record === null) throw new FrameNotStoredError(frame.type, errorMessage(this.frames.lastError));
+        this.conversation.observe(record, run);
+      }
     };
     let outcome: RunOutcome;
     try {
@@ -356,7 +360,7 @@ export class Session implements EventsSession {
   /** Settles a run; its run_end is stored after `this.run` is cleared (see the header). */
   private async finish(run: ActiveRun, trigger: string, outcome: RunOutcome): Promise<void> {
     run.accepting = false;
-    if (!run.sawStart) this.store(runStartFrame(run.id, trigger));
+    if (!run.sawStart) this.conversation.observe(this.store(runStartFrame(run.id, trigger)), run);
     let synced = false;
     try {
       await this.transcript.sync();
@@ -368,11 +372,11 @@ export class Session implements EventsSession {
     const leftover = this.queues.takeSteers();
     const s = settleRun({ prompt: run.prompt, taken: run.taken, steersSeen: outcome.steersSeen, leftover, succeeded });
     this.queues.requeueFront(s.requeue);
-    this.conversation.push(...userMessages(s.keptPrompt), ...withoutPrompt(outcome.appended, run.prompt));
+    if (succeeded) this.conversation.add(run.startSeq, this.transcript.lastSeq, [...userMessages(s.keptPrompt), ...withoutPrompt(outcome.appended, run.prompt)]);
     this.run = null;
     this.store(run.end ?? runEndFrame(run.id, outcome.status, outcome.error, outcome.code));
     const report: RunSettled = { runId: run.id, status: outcome.status, succeeded, delivered: s.delivered, returned: s.returned };
-    notifyEach(this.settledListeners, report);
+    this.reports.settled(report, outcome);
     this.startNext();
     // The run_end itself: whoever awaits the run (close) finds it on disk. A failure is latched.
     await this.transcript.sync().catch(() => {});

@@ -6,11 +6,13 @@
  * its shapes (Injection, InjectResult, RunSettled, SessionState, the events commands) are the
  * events client's, re-exported here for the rest of serve.
  */
+import type { ServerStateReport } from "../../mcp/supervision.ts";
 import type { EventsCommand } from "../../events/commands.ts";
 import type { SessionState } from "../../events/ports.ts";
 import type { FrameBody, PROTOCOL_VERSION, ResponseFrame } from "../protocol/frames.ts";
-import type { TranscriptRecord } from "../state/transcript.ts";
+import type { TranscriptLimits, TranscriptRecord } from "../state/transcript.ts";
 import type { ChatMessage } from "../models/types.ts";
+import type { HistoryBlock } from "../context/blocks.ts";
 
 export type RunStatus = "ok" | "failed" | "aborted";
 
@@ -20,6 +22,10 @@ export interface RunRequest {
   trigger: string;
   /** The conversation so far (user/assistant text of earlier runs). */
   history: ChatMessage[];
+  /** The same history in blocks with their transcript seqs (context/blocks.ts), for compaction. */
+  blocks?: HistoryBlock[];
+  /** The transcript's last seq when the run was created. */
+  historySeq?: number;
   /** The new user messages of this run (queued follow-ups are coalesced: one message each). */
   prompt: ChatMessage[];
   /**
@@ -28,6 +34,8 @@ export interface RunRequest {
    * in `RunOutcome.steersSeen` (in the order they were taken).
    */
   takeSteers(): ChatMessage[];
+  /** The model answered a turn carrying the prompt and the first `count` steers taken (delivery-reports.ts). */
+  steersReceived?(count: number): void;
 }
 
 export interface RunOutcome {
@@ -51,6 +59,7 @@ export type {
   EventsSession,
   InjectResult,
   Injection,
+  ReceivedListener,
   RunSettled,
   RunSettledListener,
   SessionState,
@@ -67,6 +76,15 @@ export type FrameListener = (frame: TranscriptRecord, json: string) => void;
  */
 export type EventsHandler = (command: EventsCommand) => ResponseFrame | Promise<ResponseFrame>;
 
+/** get_state's `model_unavailable`: present while the last word on the model was that it is unavailable. */
+export interface ModelUnavailableState {
+  error: string;
+  /** When the outage was first seen (ISO). */
+  since: string;
+  /** Until the events client tries again (0 once due). */
+  retry_in_ms: number;
+}
+
 /** `get_state` data. */
 export interface SessionStateData {
   protocol_version: typeof PROTOCOL_VERSION;
@@ -80,6 +98,10 @@ export interface SessionStateData {
   last_seq: number;
   /** Set once the transcript has failed: the session then refuses work (read-only commands still answer). */
   failed?: string;
+  /** Set while the model is unavailable, as the events client last reported it (serve.md §5). */
+  model_unavailable?: ModelUnavailableState;
+  /** Each configured MCP server's state as the pool's supervision reports it (serve.md §6 item 10). */
+  servers?: readonly ServerStateReport[];
 }
 
 export interface SessionOptions {
@@ -91,6 +113,17 @@ export interface SessionOptions {
   now?: () => number;
   /** Run ids (default `run_<uuid>`). */
   newRunId?: () => string;
+  /** `model.context_tokens` (default 32,000): bounds the event batches injected (context/budget.ts). */
+  contextTokens?: number;
   /** How long `close` waits for an aborted run to settle (default 5000 ms). */
   closeTimeoutMs?: number;
+  /** Segment size and retention of the transcript (default: the transcript's own). */
+  transcript?: TranscriptLimits;
+  /**
+   * An unexpected exception escaped the session's own code (its run settlement, a run-settled
+   * listener): the session cannot be trusted any more; the owner contains it (serve/session-faults.ts).
+   */
+  onFault?: (error: unknown) => void;
+  /** The MCP servers' states for get_state's `servers` (absent: the field is left out). */
+  serverStates?: () => readonly ServerStateReport[];
 }

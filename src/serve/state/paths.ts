@@ -3,6 +3,8 @@
  *
  *   <state-dir>/sessions/<name>/{transcript.jsonl, mcp-events.json, mcp-events.log, decisions.ndjson}
  *
+ * plus the transcript's later segments and its compaction pointer (transcript-segments.ts).
+ *
  * The state dir is `--state-dir`, else `$XDG_STATE_HOME/vigil`, else `~/.local/state/vigil`. Every
  * directory we create is 0700. A state dir (or sessions dir, or session dir) that is a symlink, is
  * not a directory, is group- or world-writable, or belongs to another user is refused: the

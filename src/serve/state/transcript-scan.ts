@@ -1,13 +1,29 @@
 /**
  * The transcript's on-disk shape, as far as scanning needs it: every record line begins
- * `{"seq":N,"time":"`, so a record's seq is read from its first bytes without decoding the line;
- * a sparse index of byte offsets; and the open-time recovery scan that finds the torn tail.
+ * `{"seq":N,"time":"…","type":"…"`, so a record's seq (and whether it is a `compaction`) is read
+ * from its first bytes without decoding the line; a sparse index of byte offsets; the open-time
+ * recovery scan that finds the torn tail; and the bounded page reader. Each scan reports every
+ * record line it looks at (`onLine`), which the transcript counts as `recordsRead`.
  */
 import { StateError } from "../../shared/durable/state-error.ts";
 import { isRecord } from "../../shared/guards.ts";
 import { type ReadAt, scanLines } from "../../shared/durable/line-scan.ts";
 
 const PREFIX = /^\{"seq":([1-9]\d{0,15}),"time":"/;
+const COMPACTION = /^\{"seq":[1-9]\d{0,15},"time":"[^"]{0,40}","type":"compaction"[,}]/;
+
+/** Whether a record line (its first bytes suffice) is a `compaction` frame. */
+export function isCompactionLine(bytes: Buffer | null): boolean {
+  return bytes !== null && COMPACTION.test(bytes.toString("latin1", 0, Math.min(100, bytes.length)));
+}
+
+export interface RecordScan {
+  maxLine: number;
+  chunkBytes: number;
+  onRead?: (n: number) => void;
+  /** Called once per record line looked at. */
+  onLine?: () => void;
+}
 
 /** The seq at the start of a record line, or null when the line does not start like a record. */
 export function prefixSeq(bytes: Buffer | null): number | null {
@@ -63,25 +79,26 @@ export interface Recovered {
   lastSeq: number;
 }
 
-type Candidate = { offset: number; length: number; seq: number | null };
+type Candidate = { offset: number; length: number; seq: number | null; compaction: boolean };
 
 /**
- * Scans a whole transcript. Every complete line but the last must start like a record with a
- * strictly increasing seq (else transcript_corrupt); the last complete line must also decode as a
- * JSON object carrying that seq, else it is part of the torn tail along with any bytes after the
- * last newline. Each good record is reported to onRecord.
+ * Scans a whole segment whose records all have seq > `after`. Every complete line but the last
+ * must start like a record with a strictly increasing seq (else transcript_corrupt); the last
+ * complete line must also decode as a JSON object carrying that seq, else it is part of the torn
+ * tail along with any bytes after the last newline. Each good record is reported to onRecord.
  */
 export async function recoverScan(
   path: string,
   readAt: ReadAt,
   fileSize: number,
-  scan: { maxLine: number; chunkBytes: number; onRead?: (n: number) => void },
-  onRecord: (seq: number, offset: number) => void,
+  after: number,
+  scan: RecordScan,
+  onRecord: (seq: number, offset: number, compaction: boolean) => void,
 ): Promise<Recovered> {
-  let lastSeq = 0;
+  let lastSeq = after;
   const commit = (line: Candidate) => {
     if (line.seq === null || line.seq <= lastSeq) throw corruptLine(path, line.offset);
-    onRecord(line.seq, line.offset);
+    onRecord(line.seq, line.offset, line.compaction);
     lastSeq = line.seq;
   };
   const held: { line: Candidate | null } = { line: null };
@@ -92,7 +109,8 @@ export async function recoverScan(
       return true;
     }
     if (held.line !== null) commit(held.line);
-    held.line = { offset: line.offset, length: line.length, seq: prefixSeq(line.bytes) };
+    scan.onLine?.();
+    held.line = { offset: line.offset, length: line.length, seq: prefixSeq(line.bytes), compaction: isCompactionLine(line.bytes) };
     return true;
   });
   if (held.line !== null) {
@@ -119,24 +137,34 @@ async function isWholeRecord(readAt: ReadAt, line: Candidate, maxLine: number): 
   }
 }
 
+/** A page being filled, possibly across segments. */
+export interface PageFill<R> {
+  records: R[];
+  bytes: number;
+  /** Set when a record after the page's last exists. */
+  more: boolean;
+}
+
 /**
- * One page of records with seq > since, scanning from `start` (an index offset) to `end`: at most
- * `limit` records and `maxBytes` bytes, except that the first record is always returned. Lines
- * before the page are skipped by their prefix without being decoded.
+ * Adds to `fill` the records with seq > since, scanning from `start` (an index offset) to `end`:
+ * at most `limit` records and `maxBytes` bytes in all, except that the first record is always
+ * returned. Lines before the page are skipped by their prefix without being decoded.
  */
 export async function readPage<R>(
   path: string,
   readAt: ReadAt,
   start: number,
   end: number,
-  scan: { maxLine: number; chunkBytes: number; onRead?: (n: number) => void },
+  scan: RecordScan,
   page: { since: number; limit: number; maxBytes: number },
-): Promise<{ records: R[]; more: boolean }> {
-  const records: R[] = [];
-  const state = { bytes: 0, more: false };
+  fill: PageFill<R>,
+): Promise<void> {
+  const { records } = fill;
+  const state = fill;
   await scanLines(readAt, start, end, scan, (line) => {
     const seq = line.complete ? prefixSeq(line.bytes) : null;
     if (seq === null || line.bytes === null) throw corruptLine(path, line.offset);
+    scan.onLine?.();
     if (seq <= page.since) return true;
     if (records.length >= page.limit || (records.length > 0 && state.bytes + line.length + 1 > page.maxBytes)) {
       state.more = true;
@@ -150,5 +178,16 @@ export async function readPage<R>(
     state.bytes += line.length + 1;
     return true;
   });
-  return { records, more: state.more };
+}
+
+/** The seq of the last `compaction` record in the first `end` bytes of a segment, or null. Reads prefixes only. */
+export async function lastCompactionIn(readAt: ReadAt, end: number, scan: RecordScan): Promise<number | null> {
+  let found: number | null = null;
+  await scanLines(readAt, 0, end, scan, (line) => {
+    if (!line.complete) return false;
+    scan.onLine?.();
+    if (isCompactionLine(line.bytes)) found = prefixSeq(line.bytes) ?? found;
+    return true;
+  });
+  return found;
 }

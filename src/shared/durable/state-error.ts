@@ -20,6 +20,8 @@ export type StateErrorReason =
   | "transcript_corrupt"
   /** The transcript was closed. */
   | "transcript_closed"
+  /** A read from before the oldest record retention kept (the error carries that seq). */
+  | "transcript_pruned"
   /** A bad argument to a read (since, limit). */
   | "invalid_argument"
   /** A small state file that is over its bound, not a regular file, or unreadable. */

@@ -10,7 +10,8 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Coalescer, type InjectTarget, MAX_ATTEMPTS, MAX_BATCH } from "../../../src/events/coalescer.ts";
 import { EventsStore } from "../../../src/events/store/events-store.ts";
-import type { Injection, RunSettled, SessionState } from "../../../src/events/ports.ts";
+import type { EventsFrame } from "../../../src/events/frames.ts";
+import { type Injection, MODEL_UNAVAILABLE, type RunSettled, type SessionState } from "../../../src/events/ports.ts";
 import { FakeScheduler } from "../../helpers/fake-scheduler.ts";
 import { tmpDir } from "../../helpers/fixture.ts";
 import { waitFor } from "../../helpers/wait.ts";
@@ -26,7 +27,9 @@ class FakeSession implements InjectTarget {
   state: SessionState = "idle";
   closed = false;
   readonly injected: (Injection & { logAtInject: string })[] = [];
+  readonly frames: EventsFrame[] = [];
   private listener: ((r: RunSettled) => void) | null = null;
+  private receiver: ((tags: string[]) => void) | null = null;
 
   constructor(private readonly logFile: string) {}
 
@@ -41,20 +44,35 @@ class FakeSession implements InjectTarget {
     return () => void (this.listener = null);
   }
 
-  settle(delivered: string[], returned: string[], status: RunSettled["status"] = "ok") {
-    this.listener?.({ runId: "r", status, succeeded: status === "ok", delivered, returned });
+  onReceived(listener: (tags: string[]) => void) {
+    this.receiver = listener;
+    return () => void (this.receiver = null);
+  }
+
+  emit(frame: EventsFrame) {
+    this.frames.push(frame);
+    return this.frames.length;
+  }
+
+  settle(delivered: string[], returned: string[], status: RunSettled["status"] = "ok", code?: string) {
+    this.listener?.({ runId: "r", status, succeeded: status === "ok", delivered, returned, ...(code === undefined ? {} : { code, error: "model HTTP 503" }) });
+  }
+
+  /** The model answered a turn carrying these steered batches. */
+  receive(tags: string[]) {
+    this.receiver?.(tags);
   }
 }
 
-async function setup(windowMs = 0) {
-  const dir = tmpDir("vigil-coalescer");
+async function setup(windowMs = 0, o: { backoffCapMs?: number; dir?: { path: string; cleanup(): void } } = {}) {
+  const dir = o.dir ?? tmpDir("vigil-coalescer");
   dirs.push(dir);
   const store = await EventsStore.open(dir.path, { maxPending: 1000, maxPendingBytes: 16 * 1024 * 1024 });
   stores.push(store);
   const session = new FakeSession(join(dir.path, "mcp-events.log"));
   const dropped: string[] = [];
   const clock = new FakeScheduler();
-  const coalescer = new Coalescer(session, store, windowMs, (entry) => dropped.push(String((entry.event as { eventId?: string }).eventId)), clock);
+  const coalescer = new Coalescer(session, store, windowMs, (entry) => dropped.push(String((entry.event as { eventId?: string }).eventId)), clock, o.backoffCapMs);
   const add = (id: string, action: "follow_up" | "steer" = "follow_up") => {
     store.tryAdd({ action, server: "s", name: "e", arguments: {}, event: { eventId: id, name: "e", data: { id } } });
     coalescer.kick();
@@ -67,7 +85,7 @@ async function setup(windowMs = 0) {
     await waitFor(() => (clock.advance(SETTLE_MS), done()), { timeoutMs: 5000, label: "the coalescer to get there" });
     return true;
   };
-  return { store, session, coalescer, dropped, add, clock, until, logFile: join(dir.path, "mcp-events.log") };
+  return { store, session, coalescer, dropped, add, clock, until, dir, logFile: join(dir.path, "mcp-events.log") };
 }
 
 /** The coalescer's settle time (its SETTLE_MS); advancing by it fires any timer it armed. */
@@ -162,4 +180,88 @@ test("after stop nothing more is injected", async () => {
   clock.advance(400);
   await store.commit();
   expect(session.injected).toHaveLength(0);
+});
+
+test("runs that find the model unavailable count no attempt: the batch waits out a doubling backoff and is never dropped", async () => {
+  const { session, add, store, dropped, coalescer, clock, until } = await setup(0, { backoffCapMs: 4000 });
+  add("outage-1");
+  const outages = MAX_ATTEMPTS + 3;
+  for (let n = 1; n <= outages; n++) {
+    expect(await until(() => session.injected.length === n)).toBe(true);
+    session.settle([], [session.injected[n - 1]!.tag], "failed", MODEL_UNAVAILABLE);
+  }
+  // 1 s, 2 s, 4 s, then the cap.
+  const waits = session.frames.filter((f) => f.type === "model_unavailable").map((f) => (f as { retry_in_ms: number }).retry_in_ms);
+  expect(waits).toEqual([1000, 2000, 4000, 4000, 4000, 4000]);
+  expect(session.frames.at(-1)).toEqual({ type: "model_unavailable", error: "model HTTP 503", retry_in_ms: 4000 });
+  // Nothing goes in before the wait is over; right after it, the batch does.
+  clock.advance(3999);
+  await store.commit();
+  expect(session.injected).toHaveLength(outages);
+  expect(await until(() => session.injected.length === outages + 1)).toBe(true);
+  expect(dropped).toEqual([]);
+  expect(store.attemptsOf(1)).toBe(0);
+  // The model answers: the outage is over, and the batch is delivered.
+  session.settle([session.injected[outages]!.tag], []);
+  expect(session.frames.at(-1)).toEqual({ type: "model_available" });
+  expect(await until(() => store.pendingCount === 0)).toBe(true);
+  coalescer.stop();
+});
+
+test("after an outage ends the backoff starts again from 1 s", async () => {
+  const { session, add, coalescer, until } = await setup(0, { backoffCapMs: 60_000 });
+  add("o-1");
+  for (let n = 1; n <= 2; n++) {
+    expect(await until(() => session.injected.length === n)).toBe(true);
+    session.settle([], [session.injected[n - 1]!.tag], "failed", MODEL_UNAVAILABLE);
+  }
+  expect(await until(() => session.injected.length === 3)).toBe(true);
+  // A failure after the model answered ends the outage (and counts an attempt).
+  session.settle([], [session.injected[2]!.tag], "failed");
+  expect(session.frames.at(-1)).toEqual({ type: "model_available" });
+  expect(await until(() => session.injected.length === 4)).toBe(true);
+  session.settle([], [session.injected[3]!.tag], "failed", MODEL_UNAVAILABLE);
+  expect((session.frames.at(-1) as { retry_in_ms: number }).retry_in_ms).toBe(1000);
+  coalescer.stop();
+});
+
+test("attempts are in the pending log: a reopened store carries them and the bound still holds", async () => {
+  const first = await setup();
+  first.add("poison");
+  for (let attempt = 1; attempt < MAX_ATTEMPTS; attempt++) {
+    expect(await first.until(() => first.session.injected.length === attempt)).toBe(true);
+    first.session.settle([], [first.session.injected[attempt - 1]!.tag], "failed");
+  }
+  await first.store.commit();
+  expect(readFileSync(first.logFile, "utf8")).toContain(`{"attempts":[[1,${MAX_ATTEMPTS - 1}]]}`);
+  first.coalescer.stop();
+  await first.store.close();
+  // A restart: a new store and coalescer on the same directory.
+  const second = await setup(0, { dir: first.dir });
+  expect(second.store.attemptsOf(1)).toBe(MAX_ATTEMPTS - 1);
+  second.coalescer.kick();
+  expect(await second.until(() => second.session.injected.length === 1)).toBe(true);
+  second.session.settle([], [second.session.injected[0]!.tag], "failed");
+  expect(await second.until(() => second.dropped.length === 1)).toBe(true);
+  expect(second.store.pendingCount).toBe(0);
+  second.coalescer.stop();
+});
+
+test("a steered batch the model received is done and committed at once; its run failing later returns nothing", async () => {
+  const { session, add, store, coalescer, clock, until, logFile } = await setup();
+  session.state = "running";
+  add("steer-r", "steer");
+  expect(await until(() => session.injected.length === 1)).toBe(true);
+  const tag = session.injected[0]!.tag;
+  session.receive([tag]);
+  expect(store.pendingCount).toBe(0);
+  await store.commit();
+  expect(readFileSync(logFile, "utf8")).toContain('{"done":[1]}');
+  // The run fails afterwards and names the batch as returned: it is not injected again.
+  session.state = "idle";
+  session.settle([], [tag], "failed");
+  clock.advance(5000);
+  await store.commit();
+  expect(session.injected).toHaveLength(1);
+  coalescer.stop();
 });

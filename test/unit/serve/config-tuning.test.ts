@@ -32,7 +32,11 @@ describe("serve tuning knobs", () => {
       streamBuffer: 256,
       maxHttpStreams: 128,
       longPollMs: 0,
+      modelBackoffCapMs: 300000,
+      mcpReconnectInitialMs: 1000,
+      mcpReconnectCapMs: 60000,
       jwksTimeoutMs: 5000,
+      transcriptSegmentBytes: 67108864,
     });
   });
 

@@ -21,13 +21,16 @@ describe("planServe", () => {
       stateDir: undefined,
       eventsOwner: "default",
       eventsReapable: false,
+      transcriptRetainBytes: 1024 * 1024 * 1024,
       mode: { kind: "stdio", session: "default" },
     });
+    expect(planServe({ "transcript-retain-bytes": "0" }).transcriptRetainBytes).toBe(0);
+    expect(planServe({ "transcript-retain-bytes": "5000000" }).transcriptRetainBytes).toBe(5_000_000);
   });
 
   test("--listen: daemon mode with the default idle timeout; the events owner is --mcp-events-session", () => {
     const plan = planServe({ listen: "8080", "mcp-events-session": "ops", "mcp-events-reapable": true, config: "c.json" });
-    expect(plan.mode).toEqual({ kind: "daemon", listen: { hostname: "127.0.0.1", port: 8080 }, idleTimeoutSecs: DEFAULT_IDLE_TIMEOUT_SECS });
+    expect(plan.mode).toEqual({ kind: "daemon", listen: { hostname: "127.0.0.1", port: 8080 }, idleTimeoutSecs: DEFAULT_IDLE_TIMEOUT_SECS, maxSessions: 1000 });
     expect(plan.eventsOwner).toBe("ops");
     expect(plan.eventsReapable).toBe(true);
     expect(plan.config).toBe("c.json");
@@ -43,6 +46,8 @@ describe("planServe", () => {
       [{ "mcp-events-callback-url": "https://agent.example.com" }, "--mcp-events-callback-url requires --listen"],
       [{ listen: "8080", "mcp-events-callback-url": "ftp://x" }, "--mcp-events-callback-url: expected an http(s) URL"],
       [{ "mcp-events-session": "" }, "--mcp-events-session: invalid session name"],
+      [{ "transcript-retain-bytes": "1G" }, "--transcript-retain-bytes: expected a whole number of bytes"],
+      [{ "transcript-retain-bytes": "-1" }, "--transcript-retain-bytes: expected a whole number of bytes"],
     ];
     for (const [flags, message] of cases) {
       const e = refusal(flags);

@@ -10,8 +10,9 @@ const TOOLS: PoolTool[] = [
 
 function fakePool() {
   const calls: string[] = [];
-  const pool: Pick<McpServerPool, "listTools" | "callTool"> = {
+  const pool: Pick<McpServerPool, "listTools" | "callTool" | "unavailable"> = {
     listTools: async () => TOOLS,
+    unavailable: () => null,
     callTool: async (name) => {
       calls.push(name);
       return { content: [{ type: "text", text: "ran" }] };

@@ -21,6 +21,8 @@ const BY_REASON: Record<StateErrorReason, number> = {
   record_invalid: EXIT.internal,
   transcript_closed: EXIT.internal,
   invalid_argument: EXIT.internal,
+  // Answered to the client that asked (get_transcript, ?since=), never a reason to exit.
+  transcript_pruned: EXIT.internal,
 };
 
 const BY_EVENTS_KIND: Record<EventsStoreErrorKind, number> = {

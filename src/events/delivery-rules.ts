@@ -1,0 +1,39 @@
+/**
+ * The coalescer's decisions about a batch that came back (serve.md §5 "Outages are not attempts",
+ * §6 item 5), pure: how long to wait while the model is unavailable, and which events of a
+ * returned batch count an attempt, which are dropped.
+ *
+ * - A run that ended `model_unavailable` (the model never accepted the request) counts no
+ *   attempt: its events are ready again and the session waits 1 s, doubling per consecutive
+ *   outage run, up to the cap (VIGIL_MODEL_BACKOFF_CAP_MS), before the next batch.
+ * - Any other return counts one attempt per event; the MAX_ATTEMPTS-th drops it.
+ */
+
+export const MAX_ATTEMPTS = 3;
+/** The first wait after a run found the model unavailable. */
+export const MODEL_BACKOFF_START_MS = 1000;
+
+/** The wait after the `outages`-th consecutive run that found the model unavailable (outages ≥ 1). */
+export function modelBackoffMs(outages: number, capMs: number): number {
+  const doublings = Math.max(0, Math.min(Math.floor(outages) - 1, 40));
+  return Math.max(0, Math.min(capMs, MODEL_BACKOFF_START_MS * 2 ** doublings));
+}
+
+export interface ReturnedVerdict {
+  /** New attempts counts of the events that stay (only those that changed). */
+  counted: Map<number, number>;
+  /** Events whose last attempt this was. */
+  dropped: number[];
+}
+
+/** What a returned batch does to its events, given their attempts so far. */
+export function judgeReturned(seqs: readonly number[], attemptsOf: (seq: number) => number, modelUnavailable: boolean): ReturnedVerdict {
+  const verdict: ReturnedVerdict = { counted: new Map(), dropped: [] };
+  if (modelUnavailable) return verdict;
+  for (const seq of seqs) {
+    const n = attemptsOf(seq) + 1;
+    if (n >= MAX_ATTEMPTS) verdict.dropped.push(seq);
+    else verdict.counted.set(seq, n);
+  }
+  return verdict;
+}

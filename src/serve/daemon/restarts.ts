@@ -1,0 +1,60 @@
+/**
+ * Brings failed sessions back (issue 12 item F; serve.md §6 item 9): a session that must keep
+ * running — the events session, one with live subscriptions or pending events — is reopened after
+ * its failure with backoff (restart-backoff.ts). Reopening is the daemon's `reopen` (the registry,
+ * uncapped: a restart is not a new client); a reopen that fails is scheduled again. Timers come
+ * from an injected scheduler, so the unit test advances time instead of sleeping.
+ */
+import { errorMessage } from "../../shared/errors.ts";
+import { logLine } from "../../shared/log.ts";
+import { type Scheduler, type TimerHandle, realScheduler } from "../../shared/time.ts";
+import { type RestartState, nextRestartDelay } from "../restart-backoff.ts";
+
+export class SessionRestarts {
+  private readonly states = new Map<string, RestartState>();
+  private readonly timers = new Map<string, { handle: TimerHandle; at: number }>();
+  private stopped = false;
+
+  constructor(
+    private readonly reopen: (name: string) => Promise<void>,
+    private readonly scheduler: Scheduler = realScheduler,
+  ) {}
+
+  /** Session `name` failed: reopen it after its backoff. Returns the delay (null: already scheduled, or stopped). */
+  failed(name: string): number | null {
+    if (this.stopped || this.timers.has(name)) return null;
+    const delay = nextRestartDelay(this.states.get(name), this.scheduler.now());
+    const handle = this.scheduler.setTimeout(() => {
+      this.timers.delete(name);
+      void this.restart(name, delay);
+    }, delay, { unref: true });
+    this.timers.set(name, { handle, at: this.scheduler.now() + delay });
+    logLine(`serve: session ${JSON.stringify(name)} restarts in ${delay / 1000} s`);
+    return delay;
+  }
+
+  /** How long until `name` is reopened, or undefined when no restart is scheduled. */
+  restartInMs(name: string): number | undefined {
+    const t = this.timers.get(name);
+    return t === undefined ? undefined : Math.max(0, t.at - this.scheduler.now());
+  }
+
+  /** Cancels every scheduled restart (shutdown). */
+  stop(): void {
+    this.stopped = true;
+    for (const t of this.timers.values()) this.scheduler.clearTimeout(t.handle);
+    this.timers.clear();
+  }
+
+  private async restart(name: string, delay: number): Promise<void> {
+    if (this.stopped) return;
+    this.states.set(name, { lastDelayMs: delay, startedAt: this.scheduler.now() });
+    try {
+      await this.reopen(name);
+      logLine(`serve: session ${JSON.stringify(name)} restarted`);
+    } catch (e) {
+      logLine(`serve: session ${JSON.stringify(name)} could not be restarted: ${errorMessage(e)}`);
+      this.failed(name);
+    }
+  }
+}
