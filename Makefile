@@ -5,7 +5,7 @@ BUN := .tools/node_modules/.bin/bun
 export PATH := $(CURDIR)/.tools/node_modules/.bin:$(PATH)
 
 .DEFAULT_GOAL := help
-.PHONY: help install build demo test fuzz typecheck layers check bench clean
+.PHONY: help install build demo test fuzz typecheck layers check bench soak clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 12
@@ -45,6 +45,9 @@ check: layers typecheck test ## the layer gate, type-check, then test
 
 bench: build ## run the benchmark harnesses (results: bench/RESULTS.md)
 	$(BUN) bench/wrap/run.ts
+
+soak: build ## soak vigil serve: 100,000 polls and 100,000 pushed events, RSS and fds against targets (6–8 min)
+	$(BUN) bench/soak/run.ts
 
 .PHONY: dist release
 DIST_DIR ?= dist

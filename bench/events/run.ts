@@ -15,14 +15,16 @@
  * and an fdatasync per page (what durability alone costs); and that client sending each page to the
  * same mock model, one request per page without history (the floor of (b)).
  *
- *   bun bench/events/run.ts [--write] [--rounds N] [--events N] [--subs K] [--phases flow,memory] [--quick] [--profile DIR]
+ *   bun bench/events/run.ts [--write] [--rounds N] [--events N] [--model-events N] [--subs K] [--phases log,model,memory] [--quick] [--profile DIR]
  *
  *   --write      add or replace the `<!-- bench:events … -->` section of bench/RESULTS.md
  *   --rounds N   rounds of the throughput setups (default 3, at most 5); setups interleaved, rotating order
- *   --events N   events per throughput run (default 5000)
+ *   --events N   events per run into the pending log (default 5000)
+ *   --model-events N  events per run to the model (default 20000): enough batches (400 of 50) that a
+ *                per-batch request size growing with the session's age shows against a flat one
  *   --subs K     idle subscriptions for the memory phase (default 1000)
- *   --phases     flow (a, b) and/or memory (c); default both
- *   --quick      one round, 1,000 events, 100 subscriptions: a smoke test (not written)
+ *   --phases     log (a), model (b), memory (c), flow (= log,model); default all
+ *   --quick      one round, 1,000 events (both kinds), 100 subscriptions: a smoke test (not written)
  *   --profile D  throughput runs start vigil from source (bun --cpu-prof-md src/cli.ts) and write one
  *                CPU profile per run into D (figures not comparable, never written)
  *
@@ -40,9 +42,13 @@
  * back-pressures), the push stream buffer left at its default (its overflows are counted); the
  * fixture answers polls with nextPollMs=20 (the idle poll interval of vigil and the baseline alike).
  *
+ * The binary under test is dist/vigil, or $VIGIL_BIN (e.g. a build of another tree, for a before/after
+ * comparison; the report names it).
+ *
  * Every child leads its own process group (stdio fixtures started by vigil are found through their
  * control API and killed by group too); every wait is bounded; everything is killed on every way out
- * (errors, SIGINT/SIGTERM/SIGHUP, a 290 s overall deadline) and the temporary directory is removed.
+ * (errors, SIGINT/SIGTERM/SIGHUP, an overall deadline: 290 s plus each to-the-model run's bound) and
+ * the temporary directory is removed.
  */
 import { closeSync, existsSync, fstatSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { availableParallelism, loadavg, release, tmpdir } from "node:os";
@@ -55,7 +61,9 @@ import { type Child, type LineHandler, spawnChild, stop, until, waitLine, waitSt
 
 const ROOT = resolve(import.meta.dir, "../..");
 const BUN = process.execPath;
-const VIGIL = join(ROOT, "dist/vigil");
+/** The binary under test: dist/vigil, or $VIGIL_BIN. */
+const VIGIL = process.env.VIGIL_BIN ? resolve(process.env.VIGIL_BIN) : join(ROOT, "dist/vigil");
+const VIGIL_LABEL = process.env.VIGIL_BIN ? `VIGIL_BIN=${VIGIL}` : "dist/vigil";
 const FIXTURE = join(ROOT, "test/fixtures/servers/events-fixture.ts");
 const BASELINE = join(import.meta.dir, "baseline.ts");
 const RESULTS = join(ROOT, "bench/RESULTS.md");
@@ -63,6 +71,9 @@ const RESULTS = join(ROOT, "bench/RESULTS.md");
 const DEADLINE_MS = 290_000;
 const START_MS = 20_000;
 const RUN_MS = 60_000;
+/** A to-the-model run of N events is bounded by max(RUN_MS, N × this): whole-history requests grow with N². */
+const MODEL_RUN_MS_PER_EVENT = 6;
+const modelRunMs = (n: number) => Math.max(RUN_MS, n * MODEL_RUN_MS_PER_EVENT);
 const SETTLE_MS = 2_000;
 const NEXT_POLL_MS = 20;
 const IDLE_NEXT_POLL_MS = 600_000;
@@ -84,13 +95,15 @@ const THROUGHPUT_KNOBS: Record<string, string> = {
 // ---------------------------------------------------------------------------------------------
 // Options
 
-type Phase = "flow" | "memory";
+type Phase = "log" | "model" | "memory";
 
 interface Options {
   write: boolean;
   quick: boolean;
   rounds: number;
   events: number;
+  /** Events per to-the-model run. */
+  modelEvents: number;
   subs: number;
   phases: Set<Phase>;
   /** --profile DIR: the throughput runs' vigil from source with a CPU profile (markdown) each, into DIR. */
@@ -98,7 +111,7 @@ interface Options {
 }
 
 function parseOptions(argv: string[]): Options {
-  const o: Options = { write: false, quick: false, rounds: 3, events: 5000, subs: 1000, phases: new Set<Phase>(["flow", "memory"]), profile: null };
+  const o: Options = { write: false, quick: false, rounds: 3, events: 5000, modelEvents: 20_000, subs: 1000, phases: new Set<Phase>(["log", "model", "memory"]), profile: null };
   const num = (flag: string, v: string | undefined, min: number, max: number) => {
     const n = Number(v);
     if (v === undefined || !Number.isInteger(n) || n < min || n > max) usage(`${flag}: expected an integer from ${min} to ${max}`);
@@ -107,14 +120,15 @@ function parseOptions(argv: string[]): Options {
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === "--write") o.write = true;
-    else if (a === "--quick") Object.assign(o, { quick: true, rounds: 1, events: 1000, subs: 100 });
+    else if (a === "--quick") Object.assign(o, { quick: true, rounds: 1, events: 1000, modelEvents: 1000, subs: 100 });
     else if (a === "--rounds") o.rounds = num(a, argv[++i], 1, 5);
     else if (a === "--events") o.events = num(a, argv[++i], 100, 20_000);
+    else if (a === "--model-events") o.modelEvents = num(a, argv[++i], 100, 100_000);
     else if (a === "--subs") o.subs = num(a, argv[++i], 2, 2000);
     else if (a === "--phases") {
       const list = (argv[++i] ?? "").split(",").filter(Boolean);
-      if (list.length === 0 || list.some((p) => p !== "flow" && p !== "memory")) usage("--phases: a comma-separated list of flow, memory");
-      o.phases = new Set(list as Phase[]);
+      if (list.length === 0 || list.some((p) => !["flow", "log", "model", "memory"].includes(p))) usage("--phases: a comma-separated list of log, model, memory, flow (= log,model)");
+      o.phases = new Set(list.flatMap((p) => (p === "flow" ? ["log", "model"] : [p])) as Phase[]);
     } else if (a === "--profile") {
       const dir = argv[++i];
       if (dir === undefined || dir === "") usage("--profile: a directory is required");
@@ -129,7 +143,7 @@ function parseOptions(argv: string[]): Options {
 
 function usage(error?: string): never {
   if (error) process.stderr.write(`bench: ${error}\n`);
-  process.stderr.write("usage: bun bench/events/run.ts [--write] [--rounds N] [--events N] [--subs K] [--phases flow,memory] [--quick] [--profile DIR]\n");
+  process.stderr.write("usage: bun bench/events/run.ts [--write] [--rounds N] [--events N] [--model-events N] [--subs K] [--phases log,model,memory] [--quick] [--profile DIR]\n");
   process.exit(error ? 2 : 0);
 }
 
@@ -311,10 +325,12 @@ interface ModelTally {
   requests: number;
   bytes: number;
   lastBytes: number;
+  /** Body bytes of each request that brought new event ids (a batch), in arrival order. */
+  batchBytes: number[];
 }
 
 function countingModel(model: MockModel): ModelTally {
-  const tally: ModelTally = { ids: new Set(), progress: [], requests: 0, bytes: 0, lastBytes: 0 };
+  const tally: ModelTally = { ids: new Set(), progress: [], requests: 0, bytes: 0, lastBytes: 0, batchBytes: [] };
   const all = model.requests as RecordedRequest[];
   model.setDefaultReply((rec) => {
     tally.requests++;
@@ -325,7 +341,10 @@ function countingModel(model: MockModel): ModelTally {
     const user = messages.filter((m) => m.role === "user").at(-1)?.content;
     const before = tally.ids.size;
     for (const m of String(typeof user === "string" ? user : JSON.stringify(user ?? "")).matchAll(/event_id="([^"]+)"/g)) tally.ids.add(m[1]!);
-    if (tally.ids.size > before) tally.progress.push({ at: performance.now(), n: tally.ids.size });
+    if (tally.ids.size > before) {
+      tally.progress.push({ at: performance.now(), n: tally.ids.size });
+      tally.batchBytes.push(size);
+    }
     // The mock keeps every request (bodies included); a long run would hold hundreds of MiB.
     setTimeout(() => all.splice(0), 0);
     return { text: "ok" };
@@ -373,6 +392,12 @@ interface ModelStats {
   requests: number;
   mb: number;
   lastKiB: number;
+  /** Requests that brought new event ids (batches), and the size of the first, the median, the largest and the last of them. */
+  batches: number;
+  firstBatchKiB: number;
+  medianBatchKiB: number;
+  maxBatchKiB: number;
+  lastBatchKiB: number;
   /** vigil: t0 → all N accepted (their \`mcp_event\` frames out; each page is committed right after). */
   ingestedMs: number | null;
   /** Events/s reaching the model from t0 until ingestion was done, and from then on. */
@@ -389,7 +414,20 @@ function modelStats(tally: ModelTally, t0: number, tIngested: number | null): Mo
     whileIngesting = at.n / ((tIngested - t0) / 1000);
     if (end.at > tIngested) afterIngesting = (end.n - at.n) / ((end.at - tIngested) / 1000);
   }
-  return { requests: tally.requests, mb: tally.bytes / 1e6, lastKiB: tally.lastBytes / 1024, ingestedMs: tIngested === null ? null : tIngested - t0, whileIngesting, afterIngesting };
+  const b = tally.batchBytes;
+  return {
+    requests: tally.requests,
+    mb: tally.bytes / 1e6,
+    lastKiB: tally.lastBytes / 1024,
+    batches: b.length,
+    firstBatchKiB: (b[0] ?? Number.NaN) / 1024,
+    medianBatchKiB: median(b) / 1024,
+    maxBatchKiB: b.length > 0 ? b.reduce((x, y) => Math.max(x, y)) / 1024 : Number.NaN,
+    lastBatchKiB: (b.at(-1) ?? Number.NaN) / 1024,
+    ingestedMs: tIngested === null ? null : tIngested - t0,
+    whileIngesting,
+    afterIngesting,
+  };
 }
 
 interface FlowRun {
@@ -511,7 +549,7 @@ async function vigilRun(setup: Setup, round: number, n: number): Promise<FlowRun
           if (tIngested === null && counts.events - events0 >= n) tIngested = performance.now();
           return tally.ids.size >= n || v.proc.exitCode !== null;
         },
-        RUN_MS,
+        modelRunMs(n),
         2,
       );
       tEnd = tally.progress.at(-1)?.at ?? performance.now();
@@ -519,7 +557,7 @@ async function vigilRun(setup: Setup, round: number, n: number): Promise<FlowRun
     const cpu1 = cpuNow(v.pid, fixture.pid);
     tail.close();
     if (!done) {
-      throw new Error(`${setup.id}: ${tally === null ? `${tail.adds} of ${n} events in the pending log` : `${tally.ids.size} of ${n} events at the model`} after ${RUN_MS} ms: ${v.stderr.slice(-1500)}`);
+      throw new Error(`${setup.id}: ${tally === null ? `${tail.adds} of ${n} events in the pending log` : `${tally.ids.size} of ${n} events at the model`} after ${tally === null ? RUN_MS : modelRunMs(n)} ms: ${v.stderr.slice(-1500)}`);
     }
     const s1 = await fixture.state();
     const run = flowRun(setup, round, n, tEnd - t0, [cpu0, cpu1], [s0, s1], {
@@ -566,7 +604,7 @@ async function baselineRun(setup: Setup, round: number, n: number): Promise<Flow
     const t0 = performance.now();
     await fixture.post("emit_burst", { count: n, name: "ticket.updated" });
     const doneLine = () => c.lines.some((l) => l.startsWith('{"done"'));
-    const done = await until(() => (tally !== null ? tally.ids.size >= n : doneLine()) || c.proc.exitCode !== null, RUN_MS, 1);
+    const done = await until(() => (tally !== null ? tally.ids.size >= n : doneLine()) || c.proc.exitCode !== null, tally !== null ? modelRunMs(n) : RUN_MS, 1);
     const tEnd = tally !== null ? (tally.progress.at(-1)?.at ?? performance.now()) : performance.now();
     const cpu1 = cpuNow(c.pid, fixture.pid);
     if (!done) throw new Error(`${setup.id}: not done within ${RUN_MS} ms: ${c.stderr.slice(-1500)}`);
@@ -763,6 +801,8 @@ function machine(): string {
   const cpu = cpuModel();
   const version = Bun.spawnSync([VIGIL, "--version"]).stdout.toString().trim();
   const built = new Date(statSync(VIGIL).mtimeMs).toISOString().slice(0, 16).replace("T", " ");
+  // A binary from elsewhere (VIGIL_BIN) is not this tree's build: name it, not the tree.
+  if (process.env.VIGIL_BIN) return `${availableParallelism()} CPUs (nproc), ${cpu}, Linux ${release()}, Bun ${Bun.version}, vigil ${version} (${VIGIL_LABEL}, built ${built} UTC)`;
   const dirty = Bun.spawnSync(["git", "-C", ROOT, "status", "--porcelain", "--", "src"]).stdout.toString().trim() !== "";
   const head = Bun.spawnSync(["git", "-C", ROOT, "rev-parse", "--short=12", "HEAD"]).stdout.toString().trim() || "unknown";
   return `${availableParallelism()} CPUs (nproc), ${cpu}, Linux ${release()}, Bun ${Bun.version}, vigil ${version} (dist/vigil built ${built} UTC from tree ${head}${dirty ? " + uncommitted changes in src/" : ""})`;
@@ -841,17 +881,35 @@ function modelTable(r: Results): string[] {
       vigil ? fmt(m((x) => x.ingestedMs)) : "—",
       vigil ? fmt(m((x) => x.whileIngesting)) : "—",
       vigil ? fmt(m((x) => x.afterIngesting)) : "—",
-      fmt(m((x) => x.requests)),
+      `${fmt(m((x) => x.requests))} (${fmt(m((x) => x.batches))})`,
       fmt(m((x) => x.mb), 1),
-      fmt(m((x) => x.lastKiB)),
+      fmt(m((x) => x.firstBatchKiB), 1),
+      fmt(m((x) => x.medianBatchKiB), 1),
+      fmt(m((x) => x.maxBatchKiB), 1),
+      fmt(m((x) => x.lastBatchKiB), 1),
       fmt(median(runs.map(cpuPerEvent))),
       pct(median(runs.map((x) => x.benchCpuMs / x.ms))),
     ]];
   });
   return table(
-    ["setup", "events/s to the model", "vs baseline", "all N accepted after (ms)", "events/s to the model until then", "events/s after", "model requests", "MB sent to the model", "last request (KiB)", "client CPU µs / event", "harness CPU busy (mock model)"],
+    [
+      "setup",
+      "events/s to the model",
+      "vs baseline",
+      "all N accepted after (ms)",
+      "events/s to the model until then",
+      "events/s after",
+      "model requests (of them batches)",
+      "MB sent to the model",
+      "first batch (KiB)",
+      "median batch (KiB)",
+      "largest batch (KiB)",
+      "last batch (KiB)",
+      "client CPU µs / event",
+      "harness CPU busy (mock model)",
+    ],
     rows,
-    ["l", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r"],
+    ["l", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r"],
   );
 }
 
@@ -886,23 +944,40 @@ function perSub(m: MemResult): { rss: number; anon: number; totalMiB: number; fd
   };
 }
 
+/** Flat: neither the last nor the largest batch request is more than 1.5 × the median one. */
+function batchTrend(medianKiB: number, lastKiB: number, maxKiB: number): string {
+  if (![medianKiB, lastKiB, maxKiB].every(Number.isFinite)) return "not measured";
+  const worst = Math.max(lastKiB, maxKiB) / medianKiB;
+  return worst <= 1.5
+    ? `flat (the largest is ${fmt(worst, 2)} × the median): what a batch costs does not grow with the session's age`
+    : `growing with the session's age (the ${maxKiB > lastKiB ? "largest" : "last"} is ${fmt(worst, 1)} × the median)`;
+}
+
 function render(r: Results): string {
   const L: string[] = [];
   const n = r.o.events;
+  const nm = r.o.modelEvents;
+  const logRuns = r.runs.some((x) => x.setup.target === "log");
+  const modelRuns = r.runs.some((x) => x.setup.target === "model");
+  const setupCount = new Set(r.runs.map((x) => x.setup.id)).size;
   L.push("<!-- bench:events start (generated by bun bench/events/run.ts --write; replaced on the next run) -->");
   L.push(`## events — ${r.date}`, "");
   L.push(`Machine: ${r.machine}.`);
   L.push(
-    `Run: \`bun bench/events/run.ts --write\`, ${r.o.rounds} round${r.o.rounds === 1 ? "" : "s"} of ${SETUPS.length} throughput setups interleaved in a rotating order, every run on fresh processes, medians over rounds (range in parentheses); ${fmt(r.seconds)} s in all; 1-min load average ${r.load[0]} at start, ${r.load[1]} at end.`,
+    `Run: \`bun bench/events/run.ts --write\`, ${r.o.rounds} round${r.o.rounds === 1 ? "" : "s"} of ${setupCount} throughput setups interleaved in a rotating order, every run on fresh processes, medians over rounds (range in parentheses); ${fmt(r.seconds)} s in all; 1-min load average ${r.load[0]} at start, ${r.load[1]} at end.`,
     "",
   );
-  if (r.runs.length > 0) {
+  if (logRuns) {
     L.push(
       `**Into the pending log**: one configured \`follow_up\` subscription to \`ticket.updated\` (delivery forced to poll or push) in \`vigil serve --session bench\` (stdio mode), model stalled (the first batch's run waits on it, so the rest is only ingested). Once the \`subscribed\` status frame is out, the fixture emits ${fmt(n)} events at once (\`emit_burst\`); timed until the session's \`mcp-events.log\` holds ${fmt(n)} \`add\` records (vigil appends and fdatasyncs each poll page, or each run of pushed notifications, before it moves the cursor). Knobs: poll floor 1 ms, coalesce 0, max pending 1,000,000 / 1 GiB; the push stream buffer at its default (256: an overflow ends the stream and reconnects from the stored cursor, shown as an \`error\` status) and, as an A/B, at ${fmt(BIG_BUFFER)}. The fixture answers polls with \`nextPollMs: ${NEXT_POLL_MS}\`, so the first page after the burst comes up to ${NEXT_POLL_MS} ms after it, for vigil and the baselines alike. Baselines: \`bench/events/baseline.ts\`, the SDK \`Client\` reading the same fixture the same way (poll: \`maxEvents: 50\`, at once again on \`hasMore\`; push: one \`events/stream\`), timed until it holds ${fmt(n)} distinct event ids; "+ fdatasync" also appends each page to a file and fdatasyncs it before the next poll. CPU: \`/proc/<pid>/stat\` over the run (client = vigil, or the baseline process; "busy" above 100 % means more than one thread).`,
       "",
       ...ingestionTable(r),
       "",
-      `**To the model**: the same setup with the mock model answering at once (\`ok\`) and the coalesce window 0; timed until the model has received all ${fmt(n)} event ids (counted in the last user message of its requests; batches of ≤ 50). vigil sends the session's whole history with every run, so its requests grow with each batch delivered; the baseline sends each poll page as one request without history and polls again after the answer. The mock model runs in the harness process. "Until then / after": the model's rate before and after vigil had accepted all ${fmt(n)} events (their \`mcp_event\` frames out; the pending log is not the clock here, since delivered entries are compacted out of it while the burst still comes in).`,
+    );
+  }
+  if (modelRuns) {
+    L.push(
+      `**To the model**: the same setup (a fresh daemon and fixture per run) with the mock model answering at once (\`ok\`) and the coalesce window 0; the fixture emits ${fmt(nm)} events at once; timed until the model has received all ${fmt(nm)} event ids (counted in the last user message of its requests; batches of ≤ 50, so ≥ ${fmt(Math.ceil(nm / 50))} batches). Each vigil run sends the session's history with the new batch; the request body sizes of the batches (the requests that brought new event ids: the first, the median, the largest and the last) show whether what one batch costs grows with the session's age or stays flat; other requests (a summary, a retry) count in the requests and the MB, not in the batch sizes. The baseline sends each poll page as one request without history and polls again after the answer. The mock model runs in the harness process. "Until then / after": the model's rate before and after vigil had accepted all ${fmt(nm)} events (their \`mcp_event\` frames out; the pending log is not the clock here, since delivered entries are compacted out of it while the burst still comes in).`,
       "",
       ...modelTable(r),
       "",
@@ -916,8 +991,8 @@ function render(r: Results): string {
     );
   }
   L.push("Reading the numbers:", "");
-  if (r.runs.length > 0) {
-    const v = (id: string) => rateOf(r, id);
+  const v = (id: string) => rateOf(r, id);
+  if (logRuns) {
     const ratio = (a: string, b: string) => pct(v(a) / v(b));
     const pollBusy = med(r, "vigil poll http → log", busy);
     const syncCost = med(r, "baseline poll http + fdatasync", (x) => x.ms) - med(r, "baseline poll http", (x) => x.ms);
@@ -932,10 +1007,13 @@ function render(r: Results): string {
         `- A burst overflows vigil's push buffer (256 notifications): ${fmt(overflowHttp)} (HTTP) and ${fmt(overflowStdio)} (stdio) overflow → reconnect-from-cursor cycles per ${fmt(n)}-event burst, each replaying everything after the cursor; every event still reaches the log once. With a ${fmt(BIG_BUFFER)} buffer: ${fmt(v("vigil push http → log, buffer 100k"))}/s over HTTP (${ratio("vigil push http → log, buffer 100k", "vigil push http → log")} of the default's rate) and ${fmt(v("vigil push stdio → log, buffer 100k"))}/s over stdio (${ratio("vigil push stdio → log, buffer 100k", "vigil push stdio → log")}): over stdio the replays of the cancelled streams still cross the pipe and are parsed.`,
       );
     }
+  }
+  if (modelRuns) {
     const mp = (f: (x: ModelStats) => number | null) => med(r, "vigil poll http → model", (x) => f(x.model!) ?? Number.NaN);
     const mq = (f: (x: ModelStats) => number | null) => med(r, "vigil push http → model", (x) => f(x.model!) ?? Number.NaN);
     L.push(
-      `- To the model: ${fmt(v("vigil poll http → model"))} events/s (poll) and ${fmt(v("vigil push http → model"))}/s (push), against ${fmt(v("baseline poll http → model"))}/s for the bare client's one history-less request per page. While the burst is still being ingested the model gets ${fmt(mp((x) => x.whileIngesting))}/s (poll) and ${fmt(mq((x) => x.whileIngesting))}/s (push): ingestion and delivery share the daemon's one JavaScript thread${mq((x) => x.whileIngesting) < mp((x) => x.whileIngesting) / 2 ? ", and a run of up to 256 pushed notifications is processed in one go, so push delays the model's batches more than poll's pages of 50 do" : ""}; afterwards ${fmt(mp((x) => x.afterIngesting))}/s and ${fmt(mq((x) => x.afterIngesting))}/s. The whole history goes with each run: ${fmt(mp((x) => x.requests))} requests carried ${fmt(mp((x) => x.mb), 1)} MB, the last ${fmt(mp((x) => x.lastKiB))} KiB (the baseline: ${fmt(med(r, "baseline poll http → model", (x) => x.model!.mb), 1)} MB), so the per-batch cost grows with the session's age.`,
+      `- To the model: ${fmt(v("vigil poll http → model"))} events/s (poll) and ${fmt(v("vigil push http → model"))}/s (push), against ${fmt(v("baseline poll http → model"))}/s for the bare client's one history-less request per page. While the burst is still being ingested the model gets ${fmt(mp((x) => x.whileIngesting))}/s (poll) and ${fmt(mq((x) => x.whileIngesting))}/s (push): ingestion and delivery share the daemon's one JavaScript thread${mq((x) => x.whileIngesting) < mp((x) => x.whileIngesting) / 2 ? ", and a run of up to 256 pushed notifications is processed in one go, so push delays the model's batches more than poll's pages of 50 do" : ""}; afterwards ${fmt(mp((x) => x.afterIngesting))}/s and ${fmt(mq((x) => x.afterIngesting))}/s.`,
+      `- What a batch costs (poll): ${fmt(mp((x) => x.requests))} requests (${fmt(mp((x) => x.batches))} batches) carried ${fmt(mp((x) => x.mb), 1)} MB for ${fmt(nm)} events (the baseline: ${fmt(med(r, "baseline poll http → model", (x) => x.model!.mb), 1)} MB); batch requests of ${fmt(mp((x) => x.firstBatchKiB), 1)} KiB first, ${fmt(mp((x) => x.medianBatchKiB), 1)} KiB median, ${fmt(mp((x) => x.maxBatchKiB), 1)} KiB largest, ${fmt(mp((x) => x.lastBatchKiB), 1)} KiB last: ${batchTrend(mp((x) => x.medianBatchKiB), mp((x) => x.lastBatchKiB), mp((x) => x.maxBatchKiB))}.`,
     );
   }
   for (const m of r.mem) {
@@ -960,7 +1038,9 @@ function textSummary(r: Results): string {
   const out = ["", `vigil serve events bench — ${r.machine}; ${fmt(r.seconds)} s`, ""];
   for (const x of r.runs) {
     const m = x.model;
-    const model = m ? `  model ${m.requests} req ${fmt(m.mb, 1)} MB, ${fmt(m.whileIngesting)}/s while ingesting (${fmt(m.ingestedMs ?? Number.NaN)} ms), ${fmt(m.afterIngesting)}/s after` : "";
+    const model = m
+      ? `  model ${m.requests} req (${m.batches} batches) ${fmt(m.mb, 1)} MB, batch KiB first ${fmt(m.firstBatchKiB, 1)} median ${fmt(m.medianBatchKiB, 1)} max ${fmt(m.maxBatchKiB, 1)} last ${fmt(m.lastBatchKiB, 1)}, ${fmt(m.whileIngesting)}/s while ingesting (${fmt(m.ingestedMs ?? Number.NaN)} ms), ${fmt(m.afterIngesting)}/s after`
+      : "";
     out.push(
       `  round ${x.round} ${x.setup.id.padEnd(36)} ${fmt(x.rate).padStart(7)} ev/s  ${fmt(x.ms).padStart(6)} ms  cpu ${fmt(cpuPerEvent(x)).padStart(4)} µs/ev  polls ${x.polls} streams ${x.streams} errors ${x.statusErrors}${model}`,
     );
@@ -978,13 +1058,15 @@ async function main(): Promise<number> {
   profileDir = o.profile;
   if (profileDir !== null) mkdirSync(profileDir, { recursive: true });
   if (!existsSync(VIGIL)) {
-    process.stderr.write("bench: dist/vigil is missing; build it first (make build)\n");
+    process.stderr.write(`bench: ${VIGIL} is missing; build it first (make build)${process.env.VIGIL_BIN ? " or fix VIGIL_BIN" : ""}\n`);
     return 2;
   }
+  const modelRuns = o.phases.has("model") ? o.rounds * SETUPS.filter((s) => s.target === "model").length : 0;
+  const deadlineMs = DEADLINE_MS + modelRuns * modelRunMs(o.modelEvents);
   const deadline = setTimeout(() => {
-    process.stderr.write(`bench: the run did not finish within ${DEADLINE_MS / 1000} s; stopping\n`);
+    process.stderr.write(`bench: the run did not finish within ${deadlineMs / 1000} s; stopping\n`);
     process.exit(1);
-  }, DEADLINE_MS);
+  }, deadlineMs);
   const began = performance.now();
   const loadStart = loadavg()[0]!.toFixed(2);
   tempRoot = mkdtempSync(join(tmpdir(), "vigil-bench-events-"));
@@ -1005,11 +1087,13 @@ async function main(): Promise<number> {
 
   // (a), (b)
   const runs: FlowRun[] = [];
-  if (o.phases.has("flow")) {
+  const setups = SETUPS.filter((s) => o.phases.has(s.target));
+  if (setups.length > 0) {
     for (let round = 1; round <= o.rounds; round++) {
-      for (let i = 0; i < SETUPS.length; i++) {
-        const s = SETUPS[(i + round - 1) % SETUPS.length]!;
-        const x = s.who === "vigil" ? await vigilRun(s, round, o.events) : await baselineRun(s, round, o.events);
+      for (let i = 0; i < setups.length; i++) {
+        const s = setups[(i + round - 1) % setups.length]!;
+        const n = s.target === "model" ? o.modelEvents : o.events;
+        const x = s.who === "vigil" ? await vigilRun(s, round, n) : await baselineRun(s, round, n);
         runs.push(x);
         process.stderr.write(`  round ${round}/${o.rounds} ${s.id.padEnd(32)} ${fmt(x.rate).padStart(7)} events/s (${fmt(x.ms)} ms)${x.statusErrors ? `, ${x.statusErrors} error statuses` : ""}\n`);
       }

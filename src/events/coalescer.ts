@@ -20,12 +20,13 @@
  *   holds across restarts and crashes.
  */
 import { errorMessage } from "../shared/errors.ts";
+import { throwAtSessionSeam } from "../shared/fault-seam.ts";
 import { logLine } from "../shared/log.ts";
 import { type Scheduler, type TimerHandle, realScheduler } from "../shared/time.ts";
 import { judgeReturned, MAX_ATTEMPTS, modelBackoffMs } from "./delivery-rules.ts";
 import type { EventsFrame, McpEventStatusDetail } from "./frames.ts";
 import { modelAvailableFrame, modelUnavailableFrame } from "./model-status.ts";
-import { type InjectResult, type Injection, MODEL_UNAVAILABLE, type ReceivedListener, type RunSettled, type SessionState } from "./ports.ts";
+import { type FaultReport, type InjectResult, type Injection, MODEL_UNAVAILABLE, type ReceivedListener, type RunSettled, type SessionState } from "./ports.ts";
 import { type BatchEntry, fitBatch, renderBatch } from "./rules/batch-text.ts";
 import type { EventsStore } from "./store/events-store.ts";
 import type { PendingEntry } from "./types.ts";
@@ -39,6 +40,8 @@ const RETRY_AFTER_FAILED_COMMIT_MS = 1000;
 
 /** The part of a Session the coalescer uses. */
 export interface InjectTarget {
+  /** The session's name (the test seam VIGIL_TEST_SESSION_THROW names it). */
+  readonly name?: string;
   readonly state: SessionState;
   readonly closed: boolean;
   inject(injection: Injection): InjectResult;
@@ -73,6 +76,8 @@ export class Coalescer {
     private readonly scheduler: Scheduler = realScheduler,
     /** VIGIL_MODEL_BACKOFF_CAP_MS. */
     private readonly backoffCapMs: number = DEFAULT_MODEL_BACKOFF_CAP_MS,
+    /** The session's containment boundary, for what escapes the timer's work (nobody awaits it). */
+    private readonly onFault: FaultReport = (e) => logLine(`serve: events: the coalescer failed: ${errorMessage(e)}`),
   ) {
     this.offs = [session.onRunSettled((report) => this.settled(report)), session.onReceived((tags) => this.received(tags))];
   }
@@ -90,10 +95,16 @@ export class Coalescer {
     const at = Math.max(this.scheduler.now() + Math.min(SETTLE_MS, this.windowMs), this.lastInjectAt + this.windowMs, this.holdUntil);
     this.timer = this.scheduler.setTimeout(() => {
       this.timer = null;
-      // A backoff that began after this timer was armed still holds.
-      if (this.scheduler.now() < this.holdUntil) this.kick();
-      else void this.fire();
+      // The timer is an async root: an exception from its work goes to the session's boundary
+      // instead of becoming an unhandled rejection that would end the whole process.
+      this.onTimer().catch((e) => this.onFault(e));
     }, Math.max(0, at - this.scheduler.now()));
+  }
+
+  private async onTimer(): Promise<void> {
+    // A backoff that began after this timer was armed still holds.
+    if (this.scheduler.now() < this.holdUntil) this.kick();
+    else await this.fire();
   }
 
   stop(): void {
@@ -105,6 +116,7 @@ export class Coalescer {
 
   private async fire(): Promise<void> {
     if (this.stopped || this.session.closed) return;
+    if (this.session.name !== undefined) throwAtSessionSeam(this.session.name, "coalescer_fire");
     const ready = this.store.pending().filter((e) => !this.inBatch.has(e.seq));
     const steer = ready.filter((e) => e.action === "steer");
     const idle = this.session.state === "idle";

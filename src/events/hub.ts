@@ -16,7 +16,7 @@ import { within } from "../shared/time.ts";
 import { Coalescer } from "./coalescer.ts";
 import { type McpEventOccurrence, type McpEventStatusDetail, mcpEventFrame, mcpEventStatusFrame } from "./frames.ts";
 import { type HubCommandContext, type SubscriptionRegistry, answerEventsCommand } from "./hub-commands.ts";
-import type { EventsServices, EventsSession, EventsTuning } from "./ports.ts";
+import type { EventsServices, EventsSession, EventsTuning, FaultReport } from "./ports.ts";
 import { subscriptionKey } from "./rules/key.ts";
 import { EventsStore, type SubscriptionRecord } from "./store/events-store.ts";
 import type { Acceptance, HostedSubscription, Origin, SubscriptionHost } from "./subscription/host.ts";
@@ -44,10 +44,12 @@ export class EventsHub implements SubscriptionHost {
     private readonly services: EventsServices,
     readonly ownsConfigured: boolean,
     private readonly now: () => number,
+    /** The session's containment boundary: what escapes this hub's own async roots goes there. */
+    private readonly onFault: FaultReport,
   ) {
     this.coalescer = new Coalescer(session, store, services.tuning.coalesceMs, (entry, detail) => {
       session.emit(mcpEventStatusFrame({ server: entry.server, name: entry.name, arguments: entry.arguments }, detail));
-    }, undefined, services.tuning.modelBackoffCapMs);
+    }, undefined, services.tuning.modelBackoffCapMs, onFault);
     // A response frame answers a client's command: the runtime-subscription TTL runs from the last one.
     this.offFrames = session.subscribe((frame) => {
       if (frame.type === "response" && this.hasRuntimeRecords()) {
@@ -67,9 +69,10 @@ export class EventsHub implements SubscriptionHost {
     ownsConfigured: boolean,
     now: () => number = Date.now,
     opened?: EventsStore,
+    onFault: FaultReport = (e) => logLine(`serve: events: session ${JSON.stringify(session.name)}: ${errorMessage(e)}`),
   ): Promise<EventsHub> {
     const store = opened ?? (await EventsHub.openStore(dir, services.tuning));
-    const hub = new EventsHub(session, store, services, ownsConfigured, now);
+    const hub = new EventsHub(session, store, services, ownsConfigured, now, onFault);
     hub.startConfigured();
     hub.restoreRuntime();
     if (store.pendingCount > 0) hub.coalescer.kick();
@@ -102,7 +105,11 @@ export class EventsHub implements SubscriptionHost {
 
   /** The server is connected again: its subscriptions waiting to retry resume now. */
   wakeServer(server: string): void {
-    for (const sub of this.subs.values()) if (sub.spec.server === server) sub.wake();
+    try {
+      for (const sub of this.subs.values()) if (sub.spec.server === server) sub.wake();
+    } catch (e) {
+      this.onFault(e); // called from the pool's listener: this session's failure, not the pool's
+    }
   }
 
   /** Starts (or restarts) a subscription under this hub. */
@@ -218,6 +225,10 @@ export class EventsHub implements SubscriptionHost {
 
   retired(sub: HostedSubscription): void {
     if (this.subs.get(sub.key) === sub) this.subs.delete(sub.key);
+  }
+
+  fault(error: unknown): void {
+    this.onFault(error);
   }
 
   /** The snapshot record of a subscription (a runtime one keeps its spec, for restore). */

@@ -59,6 +59,13 @@ export type ReceivedListener = (tags: string[]) => void;
 /** Sees each frame the session stores and sends (only its type matters here). */
 export type FrameSeen = (frame: { readonly type: string }) => void;
 
+/**
+ * Where an exception goes that escaped one of the events client's own async roots for a session —
+ * the coalescer's timer, a subscription's loop, a server-connected wake — which nobody awaits: the
+ * session's containment boundary (serve: session-faults.ts ends that session alone). Never throws.
+ */
+export type FaultReport = (error: unknown) => void;
+
 /** The port a session offers the events client. */
 export interface EventsSession {
   readonly name: string;

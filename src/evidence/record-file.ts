@@ -9,6 +9,7 @@
  */
 import { closeSync, constants, fstatSync, fsyncSync, lstatSync, openSync, unlinkSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
+import { syncDirSync } from "../shared/durable/atomic-file.ts";
 import { writeErrorText } from "./write-error.ts";
 
 /** A record that could not be written; the message names the errno and the path once (write-error.ts). */
@@ -44,7 +45,7 @@ export function writeRecordFile(path: string, record: unknown): void {
     throw new RecordWriteError(removal === null ? text : `${text}; the incomplete file stays: ${removal}`, { cause: e });
   }
   closeSync(fd);
-  syncDirectory(dirname(path));
+  syncDirSync(dirname(path));
 }
 
 /** Removes `path` if it is still the file we created; null when done (or already gone), else why not. */
@@ -69,15 +70,3 @@ function closeQuietly(fd: number): void {
   }
 }
 
-/** fsync a directory so a newly created entry survives a crash; best effort where unsupported. */
-export function syncDirectory(dir: string): void {
-  let fd: number | undefined;
-  try {
-    fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
-    fsyncSync(fd);
-  } catch {
-    // some filesystems refuse fsync on directories; the file itself was synced
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
-}

@@ -18,7 +18,7 @@ import type { ServeConfig } from "./config/schema.ts";
 import type { ServeTuning } from "./config/tuning.ts";
 import { isValidSessionName } from "./state/paths.ts";
 import { EventsHub } from "../events/hub.ts";
-import type { EventsServices, EventsSession } from "../events/ports.ts";
+import type { EventsServices, EventsSession, FaultReport } from "../events/ports.ts";
 import { EventsStore } from "../events/store/events-store.ts";
 import { configuredSpec } from "../events/storable-spec.ts";
 import type { SubscriptionSpec } from "../events/types.ts";
@@ -95,9 +95,13 @@ export class EventsService implements EventsServices {
     return EventsHub.openStore(dir, tuning);
   }
 
-  /** Builds the hub of a freshly opened session (restores its pending events and runtime subscriptions). */
-  async attach(session: EventsSession, dir: string, opened?: EventsStore): Promise<EventsHub> {
-    const hub = await EventsHub.open(session, dir, this, session.name === this.owner, this.now, opened);
+  /**
+   * Builds the hub of a freshly opened session (restores its pending events and runtime
+   * subscriptions). `onFault`: the session's containment boundary, for what escapes the hub's own
+   * async roots (its coalescer's timer, its subscriptions' loops, a server-connected wake).
+   */
+  async attach(session: EventsSession, dir: string, opened?: EventsStore, onFault?: FaultReport): Promise<EventsHub> {
+    const hub = await EventsHub.open(session, dir, this, session.name === this.owner, this.now, opened, onFault);
     this.hubs.set(session.name, hub);
     return hub;
   }

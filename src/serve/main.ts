@@ -6,10 +6,15 @@
  * A signal that arrives while the MCP servers are still connecting is held, not obeyed at once:
  * dying then would leave their process groups behind. Once the app is up, serve shuts it down
  * (sweeping the groups) and exits 128+signo.
+ *
+ * While a mode runs, an error that escaped every containment boundary shuts serve down in order
+ * and exits 70 (last-resort.ts says why).
  */
+import { EXIT } from "../shared/errors.ts";
 import { ENDING_SIGNALS, onSignals } from "../shared/signals.ts";
 import { startServeApp } from "./app.ts";
 import { type ServeFlags, type ServeMode, planServe } from "./flags.ts";
+import { onLastResort } from "./last-resort.ts";
 import type { ServeApp } from "./types.ts";
 
 export type { ServeFlags } from "./flags.ts";
@@ -38,7 +43,9 @@ export async function runServe(flags: ServeFlags): Promise<number> {
     await app.shutdown();
     return 128 + early;
   }
-  return run(app);
+  // Left installed until the process exits: a second escaped error is logged, never fatal on its own.
+  const escaped = new Promise<void>((resolve) => onLastResort(() => resolve()));
+  return Promise.race([run(app), escaped.then(() => app.shutdown()).then(() => EXIT.internal)]);
 }
 
 /** Loads the chosen mode only. */

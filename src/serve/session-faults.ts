@@ -5,8 +5,10 @@
  * Where one can escape a session today is where its own code runs with no caller to answer to:
  * the settlement of a run (a rejection there was unhandled, and killed the daemon with every other
  * session) and the run-settled listeners (the events client's coalescer; an exception there was
- * swallowed, leaving the batch in flight for good). Both report to the session's `onFault`
- * (session/session.ts), which lands here, once per session object:
+ * swallowed, leaving the batch in flight for good) — and the events client's own async roots,
+ * which nobody awaits: its coalescer's timer, its subscriptions' loops, a server-connected wake
+ * (events/ports.ts FaultReport, passed in by session-wiring.ts). All report to the session's
+ * `onFault` (session/session.ts), which lands here, once per session object:
  *
  * 1. said on stderr, naming the session;
  * 2. its clients get a stored `error` frame `{type:"error", code:"session_crashed", message}`;
@@ -19,7 +21,7 @@
  * (a `response`, a `run_end` failed) and never reach this boundary.
  */
 import { errorMessage } from "../shared/errors.ts";
-import { sessionThrowSeam } from "../shared/fault-seam.ts";
+import { sessionThrowSeam, throwAtSessionSeam } from "../shared/fault-seam.ts";
 import { logLine } from "../shared/log.ts";
 import { errorFrame } from "./protocol/frames.ts";
 import type { Session } from "./session/session.ts";
@@ -71,19 +73,16 @@ export class SessionFaults {
   }
 }
 
-let testThrowFired = false;
-
 /**
- * The test-only seam VIGIL_TEST_SESSION_THROW (shared/fault-seam.ts; compiled out of release
- * builds): session `session.name` throws while its first run settles, once per process.
+ * The test-only seam VIGIL_TEST_SESSION_THROW at `run_settled` (shared/fault-seam.ts; compiled out
+ * of release builds): session `session.name` throws while its first run settles, once per process.
+ * (`coalescer_fire` throws inside the events client itself: events/coalescer.ts.)
  */
 export function armTestThrow(session: Session): void {
   const seam = sessionThrowSeam();
-  if (seam === undefined || seam.session !== session.name || testThrowFired) return;
+  if (seam === undefined || seam.session !== session.name || seam.when !== "run_settled") return;
   const off = session.onRunSettled(() => {
-    if (testThrowFired) return;
-    testThrowFired = true;
     off();
-    throw new Error(`VIGIL_TEST_SESSION_THROW: a test exception at ${seam.when}`);
+    throwAtSessionSeam(session.name, "run_settled");
   });
 }

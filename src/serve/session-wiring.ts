@@ -28,6 +28,7 @@ import type { RunModel } from "./models/types.ts";
 import { type FrameBody, messageFrame } from "./protocol/frames.ts";
 import { runConversation } from "./run/run-loop.ts";
 import { createToolGateway } from "./run/tool-gateway.ts";
+import { contextBudget } from "./context/budget.ts";
 import { armTestThrow } from "./session-faults.ts";
 import { Session } from "./session/session.ts";
 import type { Runner } from "./session/types.ts";
@@ -147,7 +148,7 @@ export async function openServeSession(parts: SessionParts, name: string, option
   if (options.subscribe !== undefined) session.subscribe(options.subscribe);
   armTestThrow(session);
   try {
-    await parts.events.attach(session, opened.dir, opened.events ?? undefined);
+    await parts.events.attach(session, opened.dir, opened.events ?? undefined, (error) => parts.faults?.(name, session, error));
   } catch (e) {
     await session.close().catch(() => {});
     release();
@@ -188,7 +189,7 @@ function sessionRunner(parts: SessionParts, name: string, log: EvidenceLog | nul
   const decisions = log === null || config.evidence === undefined
     ? null
     : new DecisionRecorder(log, config.evidence.event_source, policy?.digest ?? null, false);
-  const tools = config.mcp_servers.length === 0 ? null : createToolGateway({ pool, policy, decisions, sessionId: name });
+  const tools = config.mcp_servers.length === 0 ? null : createToolGateway({ pool, policy, decisions, sessionId: name, toolsMaxTokens: contextBudget(model.contextTokens).toolsMax });
   const systemPrompt = config.system_prompt === undefined ? {} : { systemPrompt: config.system_prompt };
   return (request, emit, signal) => {
     const announcing = async (frame: FrameBody) => {

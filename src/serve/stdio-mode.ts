@@ -15,9 +15,14 @@
  * - SIGTERM / SIGINT / SIGHUP: the run in flight is aborted (its run_end is written), everything is
  *   closed the same way, and serve exits 128+signo.
  * - stdout gone (EPIPE): as a signal, but exit 1.
+ * - The session failed (an unexpected exception, contained by session-faults.ts: its `error` frame
+ *   is written, the session closed): nothing is left to serve, so reading stops, the pool and every
+ *   stdio server group are closed the same way (bounded) and serve exits 4 (EXIT.sessionFailed);
+ *   its pending events stay on disk for the next start. Answering `session_closed` to every later
+ *   command would leave a client talking to a dead session.
  */
 import type { FileSink } from "bun";
-import { errorMessage } from "../shared/errors.ts";
+import { EXIT, errorMessage } from "../shared/errors.ts";
 import { logLine } from "../shared/log.ts";
 import { ENDING_SIGNALS, onSignals } from "../shared/signals.ts";
 import { within } from "../shared/time.ts";
@@ -31,7 +36,7 @@ const OUT_HIGH_WATER = 4 * 1024 * 1024;
 const FLUSH_ON_EXIT_MS = 2000;
 const IDLE_POLL_MS = 25;
 
-type Ending = { kind: "eof" } | { kind: "signal"; signo: number } | { kind: "broken"; reason: string };
+type Ending = { kind: "eof" } | { kind: "signal"; signo: number } | { kind: "broken"; reason: string } | { kind: "failed" };
 
 export interface StdioModeOptions {
   session: string;
@@ -49,6 +54,10 @@ export async function runStdioMode(app: ServeApp, options: StdioModeOptions): Pr
   const offSignals = onSignals(ENDING_SIGNALS, (signo) => {
     end({ kind: "signal", signo });
     signalled(signo);
+  });
+  // Told once the failed session is closed, so its `error` frame is already queued for stdout.
+  const offEnded = app.onSessionEnded((name) => {
+    if (name === options.session) end({ kind: "failed" });
   });
   try {
     const out = new FrameWriter(new LineWriter(options.stdout ?? Bun.stdout.writer()), (reason) => end({ kind: "broken", reason }));
@@ -76,9 +85,14 @@ export async function runStdioMode(app: ServeApp, options: StdioModeOptions): Pr
       logLine(`serve: stdout closed (${ending.reason}); stopped`);
       return 1;
     }
-    return 0;
+    if (ending.kind === "failed") {
+      logLine(`serve: session ${JSON.stringify(options.session)} failed on an internal error; stopped (its pending events stay on disk)`);
+      return EXIT.sessionFailed;
+    }
+    return EXIT.ok;
   } finally {
     offSignals();
+    offEnded();
   }
 }
 

@@ -13,6 +13,11 @@ export const EXIT = {
   usage: 2,
   /** A requested evidence write failed (the observed child status is printed on stderr). */
   evidence: 3,
+  /**
+   * `vigil serve` stdio mode: the session failed on an internal error (it was contained: its
+   * client got an `error` frame, serve shut down in order; pending events stay on disk).
+   */
+  sessionFailed: 4,
   /** A bug in vigil: an unexpected exception reached the error boundary. */
   internal: 70,
 } as const;

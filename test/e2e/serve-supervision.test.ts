@@ -3,16 +3,19 @@
 // a server that is down when serve starts is connected once it is up, its tools reach the model and
 // its subscription comes up without a restart of serve; a stdio server killed with SIGKILL is
 // restarted in a new group (the old one gone), its tools work again and its subscription resumes
-// from its cursor; a tool call while a server is down answers an isError naming its state.
+// from its cursor; a tool call while a server is down answers an isError naming its state; an HTTP
+// server that forgets the MCP session (404 to its Mcp-Session-Id) gets a fresh initialize, and the
+// subscription goes on from its cursor.
 import { describe, expect, test } from "bun:test";
 import { groupAlive } from "../../src/shared/process-group.ts";
 import type { RecordedRequest } from "../fixtures/mock-model.ts";
 import { e2eSuite } from "../helpers/e2e.ts";
-import { startEventsFixture, waitControl } from "../helpers/events-fixture.ts";
+import { type FixtureState, startEventsFixture, waitControl } from "../helpers/events-fixture.ts";
 import {
   StdioServe,
   eventsEnvironment,
   eventsFixtureStdio,
+  httpServer,
   inBatch,
   isEventFrame,
   isStatus,
@@ -132,5 +135,52 @@ describe("vigil serve: supervised MCP servers", () => {
     const later = env.model.requests.slice(requestsBefore);
     expect(later.some((r) => r.path.endsWith("/chat/completions") && (lastUserText(r).includes(inBatch("e-1")) || lastUserText(r).includes(inBatch("e-2"))))).toBe(false);
     expect(runsFor(env.model, inBatch("e-3"))).toBeGreaterThanOrEqual(1);
+  }, 60_000);
+
+  test("an HTTP server that forgets the MCP session: serve initializes anew, the subscription goes on from its cursor, tools work", async () => {
+    const env = await eventsEnvironment(cleanups, {
+      fixtureEnv: { MCP_FIXTURE_SESSION: true },
+      servers: (fx) => [httpServer(fx!, "tix", [{ name: "ticket.updated", delivery: "poll" }])],
+      knobs: KNOBS,
+    });
+    const fixture = env.fixture!;
+    const serve = StdioServe.start(cleanups, env);
+    await serve.until(isStatus("subscribed"));
+    await fixture.control("emit", { name: "ticket.updated", event_id: "x-1" });
+    await waitRuns(env.model, inBatch("x-1"));
+    const cursorOf = () => Object.values(snapshotOnDisk(env.stateDir, "s")?.subscriptions ?? {})[0]?.cursor ?? null;
+    await waitFor(cursorOf, { until: (c) => c === "1", timeoutMs: 10_000, label: "cursor 1 stored" });
+    const initializes = (s: FixtureState) => s.methods.filter((m) => m === "initialize").length;
+    expect(initializes(await fixture.state())).toBe(1);
+    const requestsBefore = env.model.requests.length;
+
+    // The server forgets every session: the next request with the old Mcp-Session-Id gets 404.
+    expect(await fixture.control("expire_sessions")).toMatchObject({ expired: 1 });
+    // Every events/* request the fixture records from here on came with a session it knows: a new one.
+    const recordedAtExpiry = (await fixture.state()).requests.length;
+    const state = await waitFor(() => fixture.state(), {
+      until: (s) => initializes(s) === 2 && s.requests.slice(recordedAtExpiry).some((r) => r.method === "events/poll"),
+      timeoutMs: 15_000,
+      label: "a second initialize, then a poll in the new session",
+    });
+    expect(serve.client.stderrText()).toContain("the MCP session expired (HTTP 404 to a request with Mcp-Session-Id)");
+    // Polled in the new session from the stored cursor: nothing acknowledged comes again.
+    expect(state.requests.slice(recordedAtExpiry).find((r) => r.method === "events/poll")?.params.cursor).toBe("1");
+    const [tix] = (await serversOf(serve, "s1")) ?? [];
+    expect(tix).toMatchObject({ name: "tix", state: "connected" });
+    expect((tix as { restarts?: number } | undefined)?.restarts).toBeGreaterThanOrEqual(1);
+
+    // The next event arrives, and the model's tool call goes to the server in the new session.
+    env.model.script([{ toolCalls: [{ name: "tix__echo", arguments: { text: "after the expiry" } }] }, { text: "done" }]);
+    await fixture.control("emit", { name: "ticket.updated", event_id: "x-2" });
+    await serve.until(isEventFrame("x-2"));
+    await serve.until((f: Frame) => f.type === "tool_result");
+    expect(serve.frames.find((f) => f.type === "tool_result")).toMatchObject({ is_error: false });
+    await waitFor(() => toolMessages(env).some((t) => t.includes("after the expiry")), { timeoutMs: 15_000, label: "the echo result reached the model" });
+
+    expect(serve.count(isEventFrame("x-1"))).toBe(1);
+    const later = env.model.requests.slice(requestsBefore);
+    expect(later.some((r) => r.path.endsWith("/chat/completions") && lastUserText(r).includes(inBatch("x-1")))).toBe(false);
+    expect(runsFor(env.model, inBatch("x-2"))).toBeGreaterThanOrEqual(1);
   }, 60_000);
 });

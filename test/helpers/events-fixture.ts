@@ -73,6 +73,8 @@ export interface FixtureState {
   down: boolean;
   silent: boolean;
   heartbeats_stopped: boolean;
+  /** MCP sessions forgotten by /control/expire_sessions so far. */
+  sessions_expired: number;
 }
 
 export interface ControlClient {

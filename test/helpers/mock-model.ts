@@ -20,6 +20,8 @@ export interface MockModelProcess {
   requests(min?: number, timeoutMs?: number): Promise<RecordedRequest[]>;
   reset(): Promise<void>;
   release(): Promise<number>;
+  /** Refuses chat requests over `bytes` (null: no limit), like `--max-request-bytes`. */
+  setMaxRequestBytes(bytes: number | null): Promise<void>;
   /** Kills the process group and waits (bounded) for it to go. For `finally`/afterEach. */
   dispose(): Promise<void>;
 }
@@ -51,6 +53,7 @@ export async function spawnMockModel(args: string[] = [], readyTimeoutMs = 10_00
         (await call("GET", `/_mock/requests?min=${min}&timeoutMs=${timeoutMs}`)).requests as RecordedRequest[],
       reset: async () => void (await call("POST", "/_mock/reset")),
       release: async () => (await call("POST", "/_mock/release")).released as number,
+      setMaxRequestBytes: async (bytes) => void (await call("POST", "/_mock/max-request-bytes", { bytes })),
       dispose: () => client.dispose(),
     };
   } catch (err) {

@@ -179,6 +179,25 @@ describe("HTTP transport basics", () => {
     const { client } = await connect(fx);
     expect(await client.ping()).toEqual({});
   });
+
+  test("an unknown or expired Mcp-Session-Id gets 404 Session not found, as from the SDK's server; a new initialize starts over", async () => {
+    const fx = await fixture({ MCP_FIXTURE_SESSION: true });
+    const ping = (session: string) => rawPost(fx.mcpUrl, { jsonrpc: "2.0", id: 2, method: "ping" }, { "mcp-session-id": session });
+    const unknown = await ping("no-such-session");
+    expect(unknown.status).toBe(404);
+    expect(((await unknown.json()) as any).error).toEqual({ code: -32001, message: "Session not found" });
+
+    const session = (await rawPost(fx.mcpUrl, INIT)).headers.get("mcp-session-id")!;
+    expect((await ping(session)).status).toBe(200);
+    expect(await fx.control("expire_sessions")).toEqual({ expired: 1, streams: 0 });
+    expect((await ping(session)).status).toBe(404);
+    expect((await fetch(fx.mcpUrl, { method: "DELETE", headers: { "mcp-session-id": session } })).status).toBe(404);
+    expect((await fx.state()).sessions_expired).toBe(1);
+
+    const fresh = (await rawPost(fx.mcpUrl, INIT)).headers.get("mcp-session-id")!;
+    expect(fresh).not.toBe(session);
+    expect((await ping(fresh)).status).toBe(200);
+  });
 });
 
 describe("events/list", () => {

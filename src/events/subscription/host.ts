@@ -63,4 +63,6 @@ export interface SubscriptionHost {
   forget(sub: HostedSubscription): void;
   /** The subscription ended for good and left the hub. */
   retired(sub: HostedSubscription): void;
+  /** An exception escaped the subscription's loop: the session's containment boundary (ports.ts FaultReport). */
+  fault(error: unknown): void;
 }

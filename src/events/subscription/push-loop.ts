@@ -14,17 +14,21 @@
  *   were seen → cancel and reconnect from the cursor, saying why. The request gets no timeout of
  *   its own (wire/server-events.ts): liveness is judged here, from what the stream delivers.
  * - A full queue or an overflowing stream buffer → drain what arrived before it, cancel, reconnect
- *   at once; a stream the server closed → reconnect with backoff (2^n s, cap 30 s).
+ *   at once; a stream the server closed → reconnect with backoff (2^n s, cap 30 s). That wait
+ *   ends early when the server is connected again (serve.md §6 item 10: the pool's `connected`
+ *   wakes the subscription's slot, `waits.wake`), so a push subscription whose server was down
+ *   resumes from its cursor at once instead of after the rest of its backoff.
  */
 import { errorMessage } from "../../shared/errors.ts";
 import { logLine } from "../../shared/log.ts";
+import type { Scheduler } from "../../shared/time.ts";
 import { describeSilence } from "../rules/heartbeat-watch.ts";
 import { EventsRpcError } from "../rules/errors.ts";
 import { checkOccurrence, isStorableCursor, reportableEventId, seenKeyOf } from "../rules/occurrence.ts";
 import { adoptCursor, backoffMs } from "../rules/poll-rules.ts";
 import type { PushStream, StreamNotification } from "../wire/push-stream.ts";
 import type { HostedSubscription, SubscriptionHost } from "./host.ts";
-import { abortableSleep } from "./sleep.ts";
+import { type WakeSlot, abortableSleep } from "./sleep.ts";
 
 const RECONNECT_CAP_MS = 30_000;
 
@@ -35,7 +39,13 @@ export class EventsTerminated extends EventsRpcError {
 
 type Next = "now" | "later";
 
-export async function runPush(host: SubscriptionHost, sub: HostedSubscription, signal: AbortSignal): Promise<void> {
+/** How the loop waits: the subscription's wake slot (its server connected again) and the clock (tests inject a fake one). */
+export interface PushWaits {
+  wake?: WakeSlot;
+  scheduler?: Scheduler;
+}
+
+export async function runPush(host: SubscriptionHost, sub: HostedSubscription, signal: AbortSignal, waits: PushWaits = {}): Promise<void> {
   const wire = host.wire(sub.spec.server);
   let reconnects = 0;
   while (!signal.aborted) {
@@ -47,18 +57,25 @@ export async function runPush(host: SubscriptionHost, sub: HostedSubscription, s
     let next: Next;
     let progressed = false;
     try {
-      next = await consume(host, sub, stream, signal, () => (progressed = true));
+      next = await consume(host, sub, stream, signal, waits.scheduler, () => (progressed = true));
     } finally {
       signal.removeEventListener("abort", cancel);
       stream.close();
     }
     if (signal.aborted) return;
     if (progressed) reconnects = 0;
-    if (next === "later") await abortableSleep(backoffMs(reconnects++, RECONNECT_CAP_MS), signal);
+    if (next === "later") await abortableSleep(backoffMs(reconnects++, RECONNECT_CAP_MS), signal, waits.wake, waits.scheduler);
   }
 }
 
-async function consume(host: SubscriptionHost, sub: HostedSubscription, stream: PushStream, signal: AbortSignal, progress: () => void): Promise<Next> {
+async function consume(
+  host: SubscriptionHost,
+  sub: HostedSubscription,
+  stream: PushStream,
+  signal: AbortSignal,
+  scheduler: Scheduler | undefined,
+  progress: () => void,
+): Promise<Next> {
   const idleMs = host.tuning.streamIdleMs;
   for (;;) {
     const item = await stream.next(idleMs);
@@ -86,7 +103,7 @@ async function consume(host: SubscriptionHost, sub: HostedSubscription, stream: 
       await host.commit();
     } catch (e) {
       host.status(sub, { kind: "error", error: `could not store events (reconnecting from the stored cursor): ${errorMessage(e)}`, retry_in_ms: 1000 });
-      await abortableSleep(1000, signal);
+      await abortableSleep(1000, signal, undefined, scheduler);
       return "now";
     }
     if (outcome.cursor.set) {
@@ -100,7 +117,7 @@ async function consume(host: SubscriptionHost, sub: HostedSubscription, stream: 
     if (outcome.terminated) throw outcome.terminated;
     if (outcome.full) {
       host.status(sub, { kind: "error", error: "the pending queue is full; reconnecting from the cursor when there is room", retry_in_ms: 1000 });
-      await abortableSleep(1000, signal);
+      await abortableSleep(1000, signal, undefined, scheduler);
       return "now";
     }
   }

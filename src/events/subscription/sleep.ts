@@ -1,3 +1,5 @@
+import { type Scheduler, realScheduler } from "../../shared/time.ts";
+
 /** Where a sleeper can be woken: a wait in progress puts its early end here (see `abortableSleep`). */
 export interface WakeSlot {
   wake: (() => void) | null;
@@ -5,18 +7,19 @@ export interface WakeSlot {
 
 /**
  * A wait that ends early (without throwing) when `signal` aborts, or when `slot.wake()` is called
- * while it runs (a subscription's backoff ends once its server is connected again).
+ * while it runs (a subscription's backoff ends once its server is connected again). `scheduler`
+ * is the clock it waits on (tests inject a fake one).
  */
-export function abortableSleep(ms: number, signal: AbortSignal, slot?: WakeSlot): Promise<void> {
+export function abortableSleep(ms: number, signal: AbortSignal, slot?: WakeSlot, scheduler: Scheduler = realScheduler): Promise<void> {
   if (signal.aborted || ms <= 0) return Promise.resolve();
   return new Promise((resolve) => {
     const done = () => {
-      clearTimeout(timer);
+      scheduler.clearTimeout(timer);
       signal.removeEventListener("abort", done);
       if (slot?.wake === done) slot.wake = null;
       resolve();
     };
-    const timer = setTimeout(done, ms);
+    const timer = scheduler.setTimeout(done, ms);
     signal.addEventListener("abort", done, { once: true });
     if (slot !== undefined) slot.wake = done;
   });

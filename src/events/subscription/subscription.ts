@@ -53,7 +53,7 @@ export class Subscription implements HostedSubscription {
   /** Up without a position: `subscribed` waits for the first stored one (see `stored`). */
   private announcing = false;
   private readonly controller = new AbortController();
-  /** A backoff wait in progress, to end early when the server is connected again. */
+  /** A backoff wait in progress (its own retry wait, or the push loop's reconnect wait), to end early when the server is connected again. */
   private readonly sleeping: WakeSlot = { wake: null };
   private loop: Promise<void> | null = null;
   private settleReady!: (error: Error | null) => void;
@@ -97,7 +97,9 @@ export class Subscription implements HostedSubscription {
   }
 
   start(): void {
-    this.loop ??= this.keepUp();
+    // The loop is an async root nobody awaits until stop(): what escapes it (a bug — its request
+    // failures are classified inside) goes to the session's boundary, not to the process.
+    this.loop ??= this.keepUp().catch((e) => this.host.fault(e));
   }
 
   /** Stops the loops (cancels a stream or a poll in flight); resolves when they have ended. */
@@ -109,8 +111,9 @@ export class Subscription implements HostedSubscription {
   }
 
   /**
-   * Its server is connected again (serve.md §6 item 10): a retry wait in progress ends now, so the
-   * subscription resumes from its stored cursor at once instead of after its backoff.
+   * Its server is connected again (serve.md §6 item 10): a retry wait in progress (or the push
+   * loop's reconnect wait) ends now, so the subscription resumes from its stored cursor at once
+   * instead of after its backoff.
    */
   wake(): void {
     this.sleeping.wake?.();
@@ -225,7 +228,7 @@ export class Subscription implements HostedSubscription {
     if ("error" in choice) throw new EventsRefused(choice.error);
     if (choice.mode === "webhook") throw new EventsRefused("webhook delivery is not available in this version of vigil serve");
     this.mode = choice.mode;
-    if (choice.mode === "push") await runPush(this.host, this, signal);
+    if (choice.mode === "push") await runPush(this.host, this, signal, { wake: this.sleeping });
     else await runPoll(this.host, this, signal);
   }
 

@@ -6,7 +6,8 @@
  *
  * The fractions: a run compacts before a request would pass 75 % of the window, down to 50 %, so a
  * compaction buys room for several more turns; a summary may take 10 %; one injected event batch
- * 20 %, so a batch always fits next to a compacted history.
+ * 20 %, so a batch always fits next to a compacted history; the tool schemas 25 % (tool-fit.ts
+ * shortens descriptions, then offers fewer tools), so the messages keep at least half the window.
  */
 import * as v from "valibot";
 import { integer } from "../../shared/schema-parts.ts";
@@ -34,6 +35,8 @@ export interface ContextBudget {
   summaryMax: number;
   /** The largest rendered event batch, in UTF-8 bytes. */
   batchBytes: number;
+  /** The most the tool schemas of one request may take (tool-fit.ts). */
+  toolsMax: number;
 }
 
 export function contextBudget(contextTokens: number = DEFAULT_CONTEXT_TOKENS): ContextBudget {
@@ -44,5 +47,6 @@ export function contextBudget(contextTokens: number = DEFAULT_CONTEXT_TOKENS): C
     target: Math.floor(window * 0.5),
     summaryMax: Math.floor(window * 0.1),
     batchBytes: Math.floor(window * 0.2) * BYTES_PER_TOKEN,
+    toolsMax: Math.floor(window * 0.25),
   };
 }

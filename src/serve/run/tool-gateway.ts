@@ -40,6 +40,7 @@ import { observeToolsList, visibleTools } from "../../policy/tool-definition.ts"
 import { canonicalSha256 } from "../../shared/digest.ts";
 import { isRecord } from "../../shared/guards.ts";
 import { type ToolCall, type ToolSpec, isToolArgumentsError } from "../models/types.ts";
+import { ToolOffer } from "./tool-offer.ts";
 
 /** Largest tool result text handed to the model (UTF-8 bytes); the rest is cut with a note. */
 export const MAX_TOOL_RESULT_BYTES = 64 * 1024;
@@ -54,6 +55,8 @@ export interface ToolGatewayOptions {
   onEvidenceFailure?: EvidenceFailureMode;
   /** Per tool call bound passed to the pool (default: the pool's). */
   callTimeoutMs?: number;
+  /** The most the tool schemas may take (context/budget.ts `toolsMax`); absent: every tool as listed. */
+  toolsMaxTokens?: number;
 }
 
 export interface ToolOutcome {
@@ -89,6 +92,8 @@ export function createToolGateway(options: ToolGatewayOptions): ToolGateway {
   const sessions = new Map<string, PolicySession>();
   let known = new Map<string, PoolTool>();
   let evidenceDown = false;
+  // A tool left out to fit the model's context is not offered, so it cannot be called (tool-offer.ts).
+  const offer = options.toolsMaxTokens === undefined ? null : new ToolOffer(options.toolsMaxTokens, sessionId);
 
   const sessionOf = (server: string): PolicySession | null => {
     if (policy === null) return null;
@@ -121,11 +126,12 @@ export function createToolGateway(options: ToolGatewayOptions): ToolGateway {
       policy === null
         ? tools
         : tools.filter((t) => visibleTools(policy.policy, [{ name: t.tool }]).length === 1);
-    return shown.map((t) => ({
+    const listed = shown.map((t) => ({
       name: t.qualifiedName,
       ...(t.description === "" ? {} : { description: t.description }),
       parameters: t.inputSchema as Record<string, unknown>,
     }));
+    return offer === null ? listed : offer.offer(listed);
   }
 
   function decide(server: string, tool: string, args: unknown): Decision {
@@ -160,6 +166,12 @@ export function createToolGateway(options: ToolGatewayOptions): ToolGateway {
       };
     }
     const { server, tool } = target;
+    const withheld = offer?.refusal(tc.name) ?? null;
+    if (withheld !== null) {
+      // Not a governed call (the model was never offered it): answered, not recorded, like an unknown tool.
+      await onDecided?.({ server, tool, argumentsSha256, decision: "deny" });
+      return { text: withheld, isError: true, decision: "deny", server, tool, argumentsSha256, reasonCode: null };
+    }
     const governed = governCall({
       decision: decide(server, tool, tc.arguments),
       evidence: { down: evidenceDown, onFailure: onEvidenceFailure },

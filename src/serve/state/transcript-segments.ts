@@ -14,7 +14,7 @@
  * full live one would exceed the retain bound, so a session's transcript files stay within
  * max(retain, one segment) plus one record. The live segment is never deleted.
  */
-import { closeSync, constants, fsyncSync, lstatSync, openSync, readdirSync, unlinkSync } from "node:fs";
+import { lstatSync, readdirSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { errnoCode, errorMessage } from "../../shared/errors.ts";
 import { StateError } from "../../shared/durable/state-error.ts";
@@ -126,15 +126,3 @@ export function pruneSegments(
   return n;
 }
 
-/** fsync a directory so a new segment's entry survives a crash; best effort where the filesystem refuses it. */
-export function syncDirSync(dir: string): void {
-  let fd: number | undefined;
-  try {
-    fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
-    fsyncSync(fd);
-  } catch {
-    // some filesystems refuse fsync on directories; the files themselves were synced
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
-}

@@ -36,7 +36,8 @@ import { FILE_MODE } from "./paths.ts";
 import { isTranscriptPruned } from "./transcript-pruned.ts";
 import { type Segment, readAcross } from "./transcript-read.ts";
 import { type RecordScan, SparseIndex, recoverScan } from "./transcript-scan.ts";
-import { listSegments, pruneSegments, segmentName, segmentsToPrune, syncDirSync } from "./transcript-segments.ts";
+import { syncDirSync } from "../../shared/durable/atomic-file.ts";
+import { listSegments, pruneSegments, segmentName, segmentsToPrune } from "./transcript-segments.ts";
 import { type Frame, type ReadSinceOptions, type ReadSinceResult, TRANSCRIPT_DEFAULTS, type TranscriptOptions, type TranscriptRecord } from "./transcript-types.ts";
 
 export * from "./transcript-types.ts";

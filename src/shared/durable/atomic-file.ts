@@ -7,7 +7,7 @@
  * Asynchronous on purpose: the fsyncs happen off the event loop, so one session's snapshot does
  * not stall every other session of the daemon.
  */
-import { constants } from "node:fs";
+import { closeSync, constants, fsyncSync, openSync } from "node:fs";
 import { type FileHandle, open, rename, unlink } from "node:fs/promises";
 import { dirname } from "node:path";
 import { readBounded } from "./bounded-file.ts";
@@ -65,6 +65,19 @@ export async function syncDir(dir: string): Promise<void> {
     // some filesystems refuse fsync on directories; the file itself was synced
   } finally {
     await handle?.close().catch(() => {});
+  }
+}
+
+/** The synchronous `syncDir`, for writers that must not yield between the fsync and the next step. */
+export function syncDirSync(dir: string): void {
+  let fd: number | undefined;
+  try {
+    fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+    fsyncSync(fd);
+  } catch {
+    // some filesystems refuse fsync on directories; the file itself was synced
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
 }
 

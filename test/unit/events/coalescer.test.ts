@@ -12,6 +12,7 @@ import { Coalescer, type InjectTarget, MAX_ATTEMPTS, MAX_BATCH } from "../../../
 import { EventsStore } from "../../../src/events/store/events-store.ts";
 import type { EventsFrame } from "../../../src/events/frames.ts";
 import { type Injection, MODEL_UNAVAILABLE, type RunSettled, type SessionState } from "../../../src/events/ports.ts";
+import { type BatchEntry, renderBatch } from "../../../src/events/rules/batch-text.ts";
 import { FakeScheduler } from "../../helpers/fake-scheduler.ts";
 import { tmpDir } from "../../helpers/fixture.ts";
 import { waitFor } from "../../helpers/wait.ts";
@@ -26,6 +27,8 @@ afterEach(async () => {
 class FakeSession implements InjectTarget {
   state: SessionState = "idle";
   closed = false;
+  /** The session's model context bound for one batch (none: unbounded). */
+  injectionMaxBytes?: number;
   readonly injected: (Injection & { logAtInject: string })[] = [];
   readonly frames: EventsFrame[] = [];
   private listener: ((r: RunSettled) => void) | null = null;
@@ -170,6 +173,36 @@ test(`a batch carries at most ${MAX_BATCH} events; the rest follow in the next`,
   expect(session.injected[0]!.text).toContain(`many-${MAX_BATCH - 1}"`);
   expect(session.injected[0]!.text).not.toContain(`many-${MAX_BATCH}"`);
   expect(session.injected[1]!.text).toContain(`many-${MAX_BATCH + 6}"`);
+  coalescer.stop();
+});
+
+test("a batch that does not fit the session's model context is split: 10 events where 3 fit go in batches of at most 3, in order, none dropped", async () => {
+  const { session, store, dropped, coalescer, until } = await setup();
+  const ids = Array.from({ length: 10 }, (_, i) => `fit-${i}`);
+  const entry = (id: string): BatchEntry => ({ server: "s", name: "e", arguments: {}, event: { eventId: id, name: "e", data: { blob: "y".repeat(1000) } } });
+  // Room for three events as sent (JSON-encoded), plus the headline's slack, and not a fourth.
+  const three = Buffer.byteLength(JSON.stringify(renderBatch(999, ids.slice(0, 3).map(entry))), "utf8");
+  session.injectionMaxBytes = three + 200;
+  for (const id of ids) store.tryAdd({ action: "follow_up", server: "s", name: "e", arguments: {}, event: entry(id).event });
+  coalescer.kick();
+
+  const delivered: string[] = [];
+  for (let n = 1; delivered.length < ids.length; n++) {
+    expect(await until(() => session.injected.length === n)).toBe(true);
+    const batch = session.injected[n - 1]!;
+    const inBatch = [...batch.text.matchAll(/event_id="(fit-\d+)"/g)].map((m) => m[1]!);
+    expect(inBatch.length).toBeGreaterThan(0);
+    expect(inBatch.length).toBeLessThanOrEqual(3);
+    expect(Buffer.byteLength(JSON.stringify(batch.text), "utf8")).toBeLessThanOrEqual(session.injectionMaxBytes);
+    // Whole events: nothing is cut to make a batch fit when a smaller batch does.
+    expect(batch.text).not.toContain("[truncated");
+    delivered.push(...inBatch);
+    session.settle([batch.tag], []);
+  }
+  expect(session.injected.map((b) => [...b.text.matchAll(/event_id="/g)].length)).toEqual([3, 3, 3, 1]);
+  expect(delivered).toEqual(ids);
+  expect(await until(() => store.pendingCount === 0)).toBe(true);
+  expect(dropped).toEqual([]);
   coalescer.stop();
 });
 

@@ -2,6 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { parsePolicy } from "../../../src/policy/load.ts";
 import { createToolGateway, resultText } from "../../../src/serve/run/tool-gateway.ts";
 import type { McpServerPool, PoolTool } from "../../../src/mcp/server-pool.ts";
+import { toolsTokens } from "../../../src/serve/context/estimate.ts";
+import { setQuiet } from "../../../src/shared/log.ts";
 
 const TOOLS: PoolTool[] = [
   { qualifiedName: "fx__echo", server: "fx", tool: "echo", description: "Echo", inputSchema: { type: "object" } },
@@ -51,6 +53,35 @@ describe("tool gateway", () => {
     const r = await gw.call("r", { id: "1", name: "fx__echo", arguments: [1, 2] }, never);
     expect(r).toMatchObject({ decision: "deny", isError: true, reasonCode: "E_INVALID_CALL" });
     expect(calls).toEqual([]);
+  });
+
+  test("over the tool budget: what is offered fits it, and a tool left out cannot be called", async () => {
+    const calls: string[] = [];
+    const big: PoolTool = {
+      qualifiedName: "fx__big", server: "fx", tool: "big", description: "",
+      inputSchema: { type: "object", properties: Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`p${i}`, { type: "string" }])) },
+    };
+    const pool: Pick<McpServerPool, "listTools" | "callTool" | "unavailable"> = {
+      listTools: async () => [TOOLS[0]!, big, TOOLS[1]!],
+      unavailable: () => null,
+      callTool: async (name) => (calls.push(name), { content: [{ type: "text", text: "ran" }] }),
+    };
+    setQuiet(true);
+    try {
+      const gw = createToolGateway({ pool, policy: null, decisions: null, sessionId: "s", toolsMaxTokens: 500 });
+      const specs = await gw.specs();
+      expect(specs.map((s) => s.name)).toEqual(["fx__echo", "fx__exec"]);
+      expect(toolsTokens(specs)).toBeLessThanOrEqual(500);
+      const decided: unknown[] = [];
+      const refused = await gw.call("r", { id: "1", name: "fx__big", arguments: {} }, never, (d) => void decided.push(d));
+      expect(refused).toMatchObject({ isError: true, decision: "deny", server: "fx", tool: "big", reasonCode: null });
+      expect(refused.text).toContain('tool "fx__big" is not offered in this session');
+      expect(decided).toEqual([{ server: "fx", tool: "big", argumentsSha256: expect.any(String), decision: "deny" }]);
+      expect((await gw.call("r", { id: "2", name: "fx__echo", arguments: {} }, never)).text).toBe("ran");
+      expect(calls).toEqual(["fx__echo"]);
+    } finally {
+      setQuiet(false);
+    }
   });
 
   test("result text: text joined, placeholders for binary, bounded", () => {
