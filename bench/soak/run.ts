@@ -8,8 +8,11 @@
  *       "notify"`) to the first fixture, which answers every poll at once, empty, with
  *       `nextPollMs: 1`; vigil runs with `VIGIL_EVENTS_POLL_FLOOR_MS=1`, so it polls back to back, for
  *       N polls (default 100,000) as counted by the fixture; then the subscription is removed and the
- *       `notifications/cancelled` the fixture receives afterwards are counted (every poll had
- *       completed, so the base protocol allows none);
+ *       `notifications/cancelled` the fixture receives afterwards are counted, as the fixture
+ *       classifies them (test/fixtures/servers/events-fixture/answers.ts): naming a request whose
+ *       answer vigil had provably read (the defect: the base protocol allows a cancel only for a
+ *       request still in progress) or one still in flight (allowed: the poll under way when the
+ *       subscription stopped, its answer possibly already on the wire);
  *   (b) push — a second subscription in the same session, to the second fixture, `delivery: "push"`, `action: "notify"`, and
  *       N events (default 100,000) emitted in chunks of 100 with at most 200 not yet seen by the
  *       session's SSE client (`GET /v1/sessions/soak/frames`, one `mcp_event` frame per event), so
@@ -17,14 +20,21 @@
  *
  * Readings (VmRSS, VmHWM, RssAnon, Threads from /proc/<pid>/status, open fds from /proc/<pid>/fd)
  * of the serve process: once started, once the session is open, then at every tenth of N (polls done
- * or events received) while the load runs, and after each unsubscribe. The targets compare the
- * reading at N/10 with the one at N (10,000 and 100,000 by default): RSS growth under 10 MiB, fds
- * flat (at most 2 more: keep-alive connections come and go), and, for (a), 0 cancels after the
- * unsubscribe. Each is printed PASS or FAIL.
+ * or events received), and after each unsubscribe. Every reading is **settled** (./settle.ts), so
+ * that it measures what the process retains, not how fast it allocates: at a checkpoint the load
+ * pauses — push: no event is emitted past the mark and every emitted one has been received; poll:
+ * the fixture holds its poll answers (`/control/pause_polls`, one poll waits in flight) — and RSS is
+ * sampled every 250 ms until it made no new low for 2 s (at most 15 s); then the load resumes.
+ * (Read while a 5 s burst runs, RSS is mostly garbage not yet collected: +25 MiB from 10,000 to
+ * 100,000 pushed events, back down once idle.) The targets compare the settled reading at N/10 with
+ * the one at N (10,000 and 100,000 by default): RSS growth under 10 MiB, fds flat (at most 2 more:
+ * keep-alive connections come and go), and, per phase and at the stop, no cancel naming a request
+ * already answered. Each is printed PASS or FAIL; in-flight cancels are reported next to them.
  *
  * Baseline, in the same run: `bench/soak/baseline.ts`, a bare SDK client doing the same load on a
  * fresh fixture (the same polls with the same 1 ms floor, one `events/stream` taking the same paced
- * events), read the same way: the runtime's and the SDK's own drift under that load, next to vigil's.
+ * events), read the same way (the same pauses, settled readings): the runtime's and the SDK's own
+ * drift under that load, next to vigil's.
  *
  *   bun bench/soak/run.ts [--write] [--polls N] [--events N] [--phases poll,push] [--setups vigil,baseline] [--quick]
  *
@@ -36,8 +46,8 @@
  *   --quick      10,000 polls and 10,000 events: a smoke test (not written)
  *
  * The binary under test is dist/vigil, or $VIGIL_BIN (a before/after comparison; the report names
- * it). Every child leads its own process group; every wait is bounded (each phase by a budget that
- * grows with N, the whole run by their sum); everything is killed on every way out (errors,
+ * it). Every child leads its own process group; every wait is bounded (each phase's load by a budget
+ * that grows with N, each settling by 15 s, the whole run by their sum); everything is killed on every way out (errors,
  * SIGINT/SIGTERM/SIGHUP) and the temporary directory is removed.
  */
 import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -46,7 +56,7 @@ import { join, resolve } from "node:path";
 import { type MockModel, startMockModel } from "../../test/fixtures/mock-model.ts";
 import { writeResultsSection } from "../results-file.ts";
 import { cpuModel, fmt, mib, table, runBench } from "../report.ts";
-import { type Memory, cpuMsOf, memoryOf } from "../proc.ts";
+import { Checkpoints, type Reading, SETTLE_MAX_MS, settledReading } from "./settle.ts";
 import { type Child, spawnChild, stop, until, waitLine, waitStderr } from "../children.ts";
 
 const ROOT = resolve(import.meta.dir, "../..");
@@ -61,7 +71,6 @@ const RESULTS = join(ROOT, "bench/RESULTS.md");
 const SESSION = "soak";
 const EVENT_NAME = "ticket.updated";
 const START_MS = 20_000;
-const SETTLE_MS = 1_500;
 /** How often the poll phase asks the fixture how many polls it answered (its state is ~1 MB of JSON). */
 const STATE_EVERY_MS = 500;
 /** Push pacing: chunks of this many events, at most two chunks not yet seen by the reader. */
@@ -69,11 +78,11 @@ const CHUNK = 100;
 /** After an unsubscribe or a stop, cancels are counted until none came for this long (bounded by CANCELS_MS). */
 const CANCELS_QUIET_MS = 1_000;
 const CANCELS_MS = 10_000;
-/** The fixture keeps at most this many cancelled ids (test/fixtures/servers/events-fixture/protocol.ts). */
-const FIXTURE_RECORD_CAP = 10_000;
-/** Phase budgets: generous against the rates seen on a 2-CPU machine (~600 polls/s, ~15,000 events/s). */
+/** Phase budgets (load time, pauses for readings not counted): generous against the rates seen on a 2-CPU machine (~600 polls/s, ~15,000 events/s). */
 const pollBudgetMs = (n: number) => Math.max(30_000, n * 3.5);
 const pushBudgetMs = (n: number) => Math.max(30_000, n * 1);
+/** What the readings of one phase may take at most (ten, each bounded by SETTLE_MAX_MS, plus the fixture's round trips). */
+const PHASE_READINGS_MS = 10 * (SETTLE_MAX_MS + 2_000);
 const RSS_TARGET_MIB = 10;
 const FD_SLACK = 2;
 
@@ -145,7 +154,10 @@ process.on("exit", () => {
 interface FixtureState {
   polls: number;
   streams_open: number;
-  cancelled: unknown[];
+  cancels: number;
+  cancels_after_answer: number;
+  cancels_in_flight: number;
+  cancels_unmatched: number;
 }
 
 interface Fixture {
@@ -173,125 +185,114 @@ async function startFixture(): Promise<Fixture> {
   };
 }
 
-/** Cancels a fixture received after `before` (its count then); `atLeast`: its record filled up, so more may have come. */
+/**
+ * The `notifications/cancelled` a fixture received since `before`, as it classified them
+ * (events-fixture/answers.ts): naming a request it had already answered (the defect: the base
+ * protocol allows a cancel only for a request still in progress), one not answered yet (allowed:
+ * e.g. the poll in flight when a subscription stops), or one it never saw.
+ */
 interface CancelCount {
-  n: number;
-  atLeast: boolean;
+  all: number;
+  afterAnswer: number;
+  inFlight: number;
+  unmatched: number;
 }
 
+const cancelsOf = (s: FixtureState): CancelCount => ({ all: s.cancels, afterAnswer: s.cancels_after_answer, inFlight: s.cancels_in_flight, unmatched: s.cancels_unmatched });
+
 /** Cancels the fixture received since `before`, once none came for CANCELS_QUIET_MS (bounded). */
-async function cancelsAfter(fixture: Fixture, before: number): Promise<CancelCount> {
+async function cancelsAfter(fixture: Fixture, before: FixtureState): Promise<CancelCount> {
   const deadline = performance.now() + CANCELS_MS;
-  let last = (await fixture.state()).cancelled.length;
+  let last = await fixture.state();
   let since = performance.now();
   while (performance.now() < deadline) {
     await Bun.sleep(250);
-    const now = (await fixture.state()).cancelled.length;
-    if (now !== last) {
-      last = now;
-      since = performance.now();
-    } else if (performance.now() - since >= CANCELS_QUIET_MS) break;
+    const now = await fixture.state();
+    if (now.cancels !== last.cancels) since = performance.now();
+    else if (performance.now() - since >= CANCELS_QUIET_MS) break;
+    last = now;
   }
-  return { n: last - before, atLeast: last >= FIXTURE_RECORD_CAP };
+  const a = cancelsOf(before);
+  const b = cancelsOf(last);
+  return { all: b.all - a.all, afterAnswer: b.afterAnswer - a.afterAnswer, inFlight: b.inFlight - a.inFlight, unmatched: b.unmatched - a.unmatched };
 }
 
-const sumCancels = (cs: CancelCount[]): CancelCount => ({ n: cs.reduce((a, c) => a + c.n, 0), atLeast: cs.some((c) => c.atLeast) });
-const cancelText = (c: CancelCount) => `${c.atLeast ? "≥ " : ""}${fmt(c.n)}`;
+const sumCancels = (cs: CancelCount[]): CancelCount => ({
+  all: cs.reduce((a, c) => a + c.all, 0),
+  afterAnswer: cs.reduce((a, c) => a + c.afterAnswer, 0),
+  inFlight: cs.reduce((a, c) => a + c.inFlight, 0),
+  unmatched: cs.reduce((a, c) => a + c.unmatched, 0),
+});
+const cancelText = (c: CancelCount) =>
+  c.all === 0 ? "0" : `${fmt(c.all)} (${fmt(c.afterAnswer)} for answered requests, ${fmt(c.inFlight)} in flight${c.unmatched > 0 ? `, ${fmt(c.unmatched)} unmatched` : ""})`;
 
 // ---------------------------------------------------------------------------------------------
-// Readings
-
-interface Reading {
-  label: string;
-  /** Polls answered or events received in the phase when read (null outside the load). */
-  done: number | null;
-  m: Memory;
-  /** Process CPU ms since the phase began. */
-  cpuMs: number;
-  /** ms since the phase began. */
-  ms: number;
-}
+// Readings (settled, see ./settle.ts)
 
 interface PhaseResult {
   who: Who;
   kind: Kind;
   n: number;
   readings: Reading[];
-  /** Wall ms and process CPU ms of the load (start → N). */
+  /** Wall ms of the load (start → N, pauses for readings excluded) and process CPU ms (pauses included). */
   ms: number;
   cpuMs: number;
-  /** Cancels after the unsubscribe (vigil) or the client's exit (baseline); the target is on (a)'s. */
+  /** Cancels after the unsubscribe (vigil) or the client's exit (baseline). */
   cancels: CancelCount;
   /** vigil: `error` status frames during the phase (push: an overflow or a dead stream would show here); baseline: polls given up after 5 s. */
   errorStatuses: number;
 }
 
-/** Takes a reading whenever `done()` passes the next tenth of n. */
-class Checkpoints {
-  readonly readings: Reading[] = [];
-  private next: number;
-  private readonly t0 = performance.now();
-  private readonly cpu0: number;
-
-  constructor(
-    private readonly pid: number,
-    private readonly n: number,
-  ) {
-    this.next = n / 10;
-    this.cpu0 = cpuMsOf(pid);
-  }
-
-  see(done: number): void {
-    if (done < this.next) return;
-    const r = this.reading(`${fmt(this.next)}`, done);
-    this.readings.push(r);
-    process.stderr.write(`  ${fmt(done).padStart(9)} in ${fmt(r.ms / 1000, 1)} s: VmRSS ${mib(r.m.rssKiB)} MiB, ${r.m.fds} fds\n`);
-    while (this.next <= done) this.next += this.n / 10;
-  }
-
-  reading(label: string, done: number | null): Reading {
-    return { label, done, m: memoryOf(this.pid), cpuMs: cpuMsOf(this.pid) - this.cpu0, ms: performance.now() - this.t0 };
-  }
+/** Bounded load: the phase's budget counts load time only (each pause for a reading is bounded by SETTLE_MAX_MS). */
+function checkLoad(cp: Checkpoints, budgetMs: number, alive: () => boolean, what: string, progress: string, stderr: () => string): void {
+  if (!alive()) throw new Error(`${what}: the client exited after ${progress}: ${stderr().slice(-1500)}`);
+  if (cp.loadMs > budgetMs) throw new Error(`${what}: ${progress} within ${budgetMs} ms: ${stderr().slice(-1500)}`);
 }
 
-async function settledReading(pid: number, label: string): Promise<Reading> {
-  await Bun.sleep(SETTLE_MS);
-  return { label, done: null, m: memoryOf(pid), cpuMs: Number.NaN, ms: Number.NaN };
-}
-
-/** The poll phase's load: asks the fixture how many polls it answered until n (bounded). */
+/**
+ * The poll phase's load: asks the fixture how many polls it answered; at each checkpoint the fixture
+ * holds its poll answers (one poll waits in flight, nothing else moves) while the process settles.
+ */
 async function pollLoad(fixture: Fixture, n: number, cp: Checkpoints, alive: () => boolean, what: string, stderr: () => string): Promise<void> {
   const polls0 = (await fixture.state()).polls;
-  const deadline = performance.now() + pollBudgetMs(n);
-  for (;;) {
+  for (let mark = cp.next; mark !== null; mark = cp.next) {
     const done = (await fixture.state()).polls - polls0;
-    cp.see(done);
-    if (done >= n) return;
-    if (!alive()) throw new Error(`${what}: the client exited after ${done} of ${n} polls: ${stderr().slice(-1500)}`);
-    if (performance.now() > deadline) throw new Error(`${what}: ${done} of ${n} polls within ${pollBudgetMs(n)} ms: ${stderr().slice(-1500)}`);
+    if (done >= mark) {
+      await fixture.post("pause_polls", { paused: true });
+      try {
+        await cp.read((await fixture.state()).polls - polls0);
+      } finally {
+        await fixture.post("pause_polls", { paused: false });
+      }
+      continue;
+    }
+    checkLoad(cp, pollBudgetMs(n), alive, what, `${done} of ${n} polls`, stderr);
     await Bun.sleep(STATE_EVERY_MS);
   }
 }
 
-/** The push phase's load: n events in chunks, at most two chunks ahead of what the reader has seen (bounded). */
+/**
+ * The push phase's load: n events in chunks, at most two chunks ahead of what the reader has seen,
+ * never past the next checkpoint; there, with every emitted event received, the process settles.
+ */
 async function pushLoad(fixture: Fixture, n: number, received: () => number, cp: Checkpoints, alive: () => boolean, what: string, stderr: () => string): Promise<void> {
   const base = received();
   const seen = () => received() - base;
-  const deadline = performance.now() + pushBudgetMs(n);
   let emitted = 0;
-  while (seen() < n) {
-    if (emitted < n && emitted - seen() <= CHUNK) {
-      const count = Math.min(CHUNK, n - emitted);
+  for (let mark = cp.next; mark !== null; mark = cp.next) {
+    if (seen() >= mark) {
+      await cp.read(seen());
+      continue;
+    }
+    if (emitted < mark && emitted - seen() <= CHUNK) {
+      const count = Math.min(CHUNK, mark - emitted);
       await fixture.post("emit_burst", { count, name: EVENT_NAME });
       emitted += count;
     } else {
       await Bun.sleep(1);
     }
-    cp.see(seen());
-    if (!alive()) throw new Error(`${what}: the client exited after ${seen()} of ${n} events: ${stderr().slice(-1500)}`);
-    if (performance.now() > deadline) throw new Error(`${what}: ${seen()} of ${n} events within ${pushBudgetMs(n)} ms: ${stderr().slice(-1500)}`);
+    checkLoad(cp, pushBudgetMs(n), alive, what, `${seen()} of ${n} events`, stderr);
   }
-  cp.see(seen());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -418,14 +419,12 @@ async function vigilRun(o: Options): Promise<VigilResult> {
       await command(d, { type: "mcp_events_subscribe", id: `sub-${kind}`, server: server(kind), name: EVENT_NAME, delivery: kind, action: "notify" });
       if (!(await until(() => fr.subscribed > subscribed0 || !alive(), START_MS, 5)) || !alive()) throw new Error(`vigil ${kind}: no subscribed status within ${START_MS} ms`);
       const cp = new Checkpoints(child.pid, n);
-      const t0 = performance.now();
-      const cpu0 = cpuMsOf(child.pid);
       const stderr = () => dd.child.stderr;
       if (kind === "poll") await pollLoad(fixture, n, cp, alive, "vigil poll", stderr);
       else await pushLoad(fixture, n, () => fr.events, cp, alive, "vigil push", stderr);
-      const ms = performance.now() - t0;
-      const cpuMs = cpuMsOf(child.pid) - cpu0;
-      const before = (await fixture.state()).cancelled.length;
+      const ms = cp.loadMs;
+      const cpuMs = cp.cpuMs;
+      const before = await fixture.state();
       await command(d, { type: "mcp_events_unsubscribe", id: `unsub-${kind}`, server: server(kind), name: EVENT_NAME });
       const cancels = await cancelsAfter(fixture, before);
       const readings = [...cp.readings, await settledReading(child.pid, "after the unsubscribe")];
@@ -436,7 +435,7 @@ async function vigilRun(o: Options): Promise<VigilResult> {
     const before = await Promise.all([fixtures.poll.state(), fixtures.push.state()]);
     const exit = await stop(d.child);
     d = null;
-    const cancelsAtStop = sumCancels([await cancelsAfter(fixtures.poll, before[0].cancelled.length), await cancelsAfter(fixtures.push, before[1].cancelled.length)]);
+    const cancelsAtStop = sumCancels([await cancelsAfter(fixtures.poll, before[0]), await cancelsAfter(fixtures.push, before[1])]);
     return { idle, phases, cancelsAtStop, exit };
   } finally {
     frames?.close();
@@ -470,19 +469,16 @@ async function baselineRun(kind: Kind, n: number): Promise<PhaseResult> {
     if (!(await until(() => ready || !alive(), START_MS, 5)) || !ready) throw new Error(`baseline ${kind}: not ready within ${START_MS} ms: ${c.stderr.slice(-1500)}`);
     const idle = await settledReading(c.pid, "ready (connected, subscribed)");
     const cp = new Checkpoints(c.pid, n);
-    const t0 = performance.now();
-    const cpu0 = cpuMsOf(c.pid);
     const stderr = () => c.stderr;
     if (kind === "poll") await pollLoad(fixture, n, cp, alive, "baseline poll", stderr);
     else await pushLoad(fixture, n, () => received, cp, alive, "baseline push", stderr);
-    const ms = performance.now() - t0;
-    const cpuMs = cpuMsOf(c.pid) - cpu0;
-    const after = await settledReading(c.pid, "load done (the client goes on)");
-    const before = (await fixture.state()).cancelled.length;
+    const ms = cp.loadMs;
+    const cpuMs = cp.cpuMs;
+    const before = await fixture.state();
     await stop(c, "eof");
     client = null;
     const cancels = await cancelsAfter(fixture, before);
-    return { who: "baseline", kind, n, readings: [idle, ...cp.readings, after], ms, cpuMs, cancels, errorStatuses: timeouts };
+    return { who: "baseline", kind, n, readings: [idle, ...cp.readings], ms, cpuMs, cancels, errorStatuses: timeouts };
   } finally {
     if (client !== null) await stop(client, "eof");
     await stop(fixture.child, "eof");
@@ -500,7 +496,7 @@ interface Verdict {
   pass: boolean;
 }
 
-/** The load readings at n/10 and at n (the first and the last checkpoint). */
+/** The settled load readings at n/10 and at n (the first and the last checkpoint). */
 function ends(p: PhaseResult): [Reading, Reading] {
   const load = p.readings.filter((r) => r.done !== null && Number.isFinite(r.ms));
   return [load[0]!, load.at(-1)!];
@@ -521,7 +517,7 @@ function verdicts(r: Results): Verdict[] {
     const g = growthMiB(p);
     out.push({
       short: `${p.kind} RSS`,
-      target: `${p.kind}: VmRSS growth from ${fmt(p.n / 10)} to ${fmt(p.n)} ${unit(p.kind)} < ${RSS_TARGET_MIB} MiB`,
+      target: `${p.kind}: settled VmRSS growth from ${fmt(p.n / 10)} to ${fmt(p.n)} ${unit(p.kind)} < ${RSS_TARGET_MIB} MiB`,
       measured: `${mib(a.m.rssKiB)} → ${mib(b.m.rssKiB)} MiB: ${g >= 0 ? "+" : ""}${fmt(g, 1)} MiB${base ? ` (baseline ${growthMiB(base) >= 0 ? "+" : ""}${fmt(growthMiB(base), 1)} MiB)` : ""}`,
       pass: g < RSS_TARGET_MIB,
     });
@@ -531,14 +527,20 @@ function verdicts(r: Results): Verdict[] {
       measured: `${a.m.fds} → ${b.m.fds}`,
       pass: b.m.fds - a.m.fds <= FD_SLACK,
     });
-    if (p.kind === "poll") {
-      out.push({
-        short: "poll cancels",
-        target: `poll: no \`notifications/cancelled\` after unsubscribing (all ${fmt(p.n)} polls had completed)`,
-        measured: cancelText(p.cancels),
-        pass: p.cancels.n === 0,
-      });
-    }
+    out.push({
+      short: `${p.kind} cancels`,
+      target: `${p.kind}: no \`notifications/cancelled\` naming a request already answered, after unsubscribing (one for the ${p.kind === "poll" ? "poll" : "stream"} in flight is allowed)`,
+      measured: cancelText(p.cancels),
+      pass: p.cancels.afterAnswer === 0,
+    });
+  }
+  if (r.vigil !== null) {
+    out.push({
+      short: "stop cancels",
+      target: "stop (SIGTERM), no subscription left: no `notifications/cancelled` naming a request already answered",
+      measured: cancelText(r.vigil.cancelsAtStop),
+      pass: r.vigil.cancelsAtStop.afterAnswer === 0,
+    });
   }
   return out;
 }
@@ -563,11 +565,12 @@ function readingRows(rows: Reading[], k: Kind | null): string[][] {
     String(x.m.threads),
     Number.isFinite(x.ms) ? fmt(x.ms / 1000, 1) : "",
     Number.isFinite(x.cpuMs) ? fmt(x.cpuMs) : "",
+    fmt(x.settleMs / 1000, 1),
   ]);
 }
 
-const READING_HEADERS = ["reading", "VmRSS (MiB)", "VmHWM (MiB)", "RssAnon (MiB)", "open fds", "threads", "s into the load", "CPU ms"];
-const READING_ALIGN: ("l" | "r")[] = ["l", "r", "r", "r", "r", "r", "r", "r"];
+const READING_HEADERS = ["reading (settled)", "VmRSS (MiB)", "VmHWM (MiB)", "RssAnon (MiB)", "open fds", "threads", "s of load", "CPU ms", "settled in (s)"];
+const READING_ALIGN: ("l" | "r")[] = ["l", "r", "r", "r", "r", "r", "r", "r", "r"];
 
 function rate(p: PhaseResult): string {
   return `${fmt(p.n / (p.ms / 1000))} ${unit(p.kind)}/s, ${fmt((p.cpuMs * 1000) / p.n)} µs of CPU per ${p.kind === "poll" ? "poll" : "event"}`;
@@ -584,14 +587,14 @@ function render(r: Results): string {
   L.push(`Machine: ${r.machine}.`);
   L.push(`Run: \`bun bench/soak/run.ts${r.o.write ? " --write" : ""}\`, ${fmt(r.o.polls)} polls and ${fmt(r.o.events)} events, one pass (a soak, not rounds); ${fmt(r.seconds)} s in all; 1-min load average ${r.load[0]} at start, ${r.load[1]} at end.`, "");
   L.push(
-    `**Setup**: one \`vigil serve --listen 127.0.0.1:0 --session-idle-timeout 0\` (\`VIGIL_EVENTS_POLL_FLOOR_MS=1\`) with two MCP servers, an HTTP events fixture each (\`events: []\`; one per phase, so that each phase's cancels are counted apart), one session \`${SESSION}\` with an SSE client attached. *Poll*: a runtime subscription (\`mcp_events_subscribe\`, \`delivery: "poll"\`, \`action: "notify"\`); the fixture answers every poll at once, empty, with \`nextPollMs: 1\`; after ${fmt(r.o.polls)} polls (the fixture's count) the subscription is removed and the \`notifications/cancelled\` the fixture receives are counted until 1 s passes without one. *Push*: a second subscription in the same session (\`delivery: "push"\`, \`action: "notify"\`); ${fmt(r.o.events)} events emitted in chunks of ${CHUNK}, at most ${2 * CHUNK} ahead of the \`mcp_event\` frames the SSE client has seen (below the push buffer of 256). Readings: \`/proc/<pid>/status\` (VmRSS, VmHWM, RssAnon, Threads) and \`/proc/<pid>/fd\` of the serve process, at every tenth of the load while it runs (so "when read" may be a little past the mark) and ${SETTLE_MS / 1000} s after each step outside it. **Baseline**: \`bench/soak/baseline.ts\`, the SDK \`Client\` doing the same load on a fresh fixture (the same polls with the same 1 ms floor and no signal per request beyond its timeout; one \`events/stream\` taking the same paced events), read the same way.`,
+    `**Setup**: one \`vigil serve --listen 127.0.0.1:0 --session-idle-timeout 0\` (\`VIGIL_EVENTS_POLL_FLOOR_MS=1\`) with two MCP servers, an HTTP events fixture each (\`events: []\`; one per phase, so that each phase's cancels are counted apart), one session \`${SESSION}\` with an SSE client attached. *Poll*: a runtime subscription (\`mcp_events_subscribe\`, \`delivery: "poll"\`, \`action: "notify"\`); the fixture answers every poll at once, empty, with \`nextPollMs: 1\`; after ${fmt(r.o.polls)} polls (the fixture's count) the subscription is removed and the \`notifications/cancelled\` the fixture receives are counted until 1 s passes without one, each classified by the fixture as naming a request it had already answered (the defect) or one still in flight (allowed by the base protocol). *Push*: a second subscription in the same session (\`delivery: "push"\`, \`action: "notify"\`); ${fmt(r.o.events)} events emitted in chunks of ${CHUNK}, at most ${2 * CHUNK} ahead of the \`mcp_event\` frames the SSE client has seen (below the push buffer of 256). Readings: \`/proc/<pid>/status\` (VmRSS, VmHWM, RssAnon, Threads) and \`/proc/<pid>/fd\` of the serve process, settled (retention, not allocation rate): at every tenth of the load the load pauses (push: no more events emitted, all emitted ones received; poll: the fixture holds its answers, so "when read" may be a little past the mark) and RSS is sampled every 250 ms until it made no new low for 2 s (at most ${SETTLE_MAX_MS / 1000} s, "settled in"); the idle readings outside the load the same way. Rates and "s of load" leave the pauses out; CPU ms keeps them (collection is part of the cost). **Baseline**: \`bench/soak/baseline.ts\`, the SDK \`Client\` doing the same load on a fresh fixture (the same polls with the same 1 ms floor and no signal per request beyond its timeout; one \`events/stream\` taking the same paced events), read the same way.`,
     "",
   );
   if (r.vigil !== null) {
     L.push("**vigil serve**", "");
     const rows = [...readingRows(r.vigil.idle, null)];
     for (const p of r.vigil.phases) {
-      rows.push([`*${p.kind}: ${rate(p)}*`, "", "", "", "", "", "", ""]);
+      rows.push([`*${p.kind}: ${rate(p)}*`, "", "", "", "", "", "", "", ""]);
       rows.push(...readingRows(p.readings, p.kind));
     }
     L.push(...table(READING_HEADERS, rows, READING_ALIGN), "");
@@ -600,7 +603,7 @@ function render(r: Results): string {
     L.push("**Baseline: bare SDK client, same load**", "");
     const rows: string[][] = [];
     for (const p of r.baseline) {
-      rows.push([`*${p.kind}: ${rate(p)}*`, "", "", "", "", "", "", ""]);
+      rows.push([`*${p.kind}: ${rate(p)}*`, "", "", "", "", "", "", "", ""]);
       rows.push(...readingRows(p.readings, p.kind));
     }
     L.push(...table(READING_HEADERS, rows, READING_ALIGN), "");
@@ -613,12 +616,12 @@ function render(r: Results): string {
   for (const p of r.vigil?.phases ?? []) {
     const base = r.baseline.find((x) => x.kind === p.kind);
     L.push(
-      `- ${p.kind === "poll" ? "Poll" : "Push"}: vigil ${rate(p)}${base ? ` (the bare client: ${rate(base)})` : ""}; VmRSS ${growthMiB(p) >= 0 ? "+" : ""}${fmt(growthMiB(p), 1)} MiB from ${fmt(p.n / 10)} to ${fmt(p.n)} ${unit(p.kind)}${base ? `, the bare client's ${growthMiB(base) >= 0 ? "+" : ""}${fmt(growthMiB(base), 1)} MiB` : ""}; ${p.errorStatuses} \`error\` status frames${base && p.kind === "poll" ? ` (the bare client: ${base.errorStatuses} polls unanswered within 5 s)` : ""}; ${cancelText(p.cancels)} \`notifications/cancelled\` after the unsubscribe${base ? ` (the bare client: ${cancelText(base.cancels)} at its exit)` : ""}${p.cancels.atLeast ? ` (the fixture records at most ${fmt(FIXTURE_RECORD_CAP)})` : ""}.`,
+      `- ${p.kind === "poll" ? "Poll" : "Push"}: vigil ${rate(p)}${base ? ` (the bare client: ${rate(base)})` : ""}; settled VmRSS ${growthMiB(p) >= 0 ? "+" : ""}${fmt(growthMiB(p), 1)} MiB from ${fmt(p.n / 10)} to ${fmt(p.n)} ${unit(p.kind)}${base ? `, the bare client's ${growthMiB(base) >= 0 ? "+" : ""}${fmt(growthMiB(base), 1)} MiB` : ""}; ${p.errorStatuses} \`error\` status frames${base && p.kind === "poll" ? ` (the bare client: ${base.errorStatuses} polls unanswered within 5 s)` : ""}; ${cancelText(p.cancels)} \`notifications/cancelled\` after the unsubscribe${base ? ` (the bare client: ${cancelText(base.cancels)} at its exit)` : ""}.`,
     );
   }
   if (r.vigil !== null) {
     L.push(
-      `- Stopping serve (SIGTERM) with no subscription left sent ${cancelText(r.vigil.cancelsAtStop)} more cancels${r.vigil.cancelsAtStop.atLeast ? " (a fixture's record was full: a lower bound)" : ""}; it exited with ${r.vigil.exit ?? "no exit (killed)"}.`,
+      `- Stopping serve (SIGTERM) with no subscription left sent ${cancelText(r.vigil.cancelsAtStop)} more cancels; it exited with ${r.vigil.exit ?? "no exit (killed)"}.`,
     );
   }
   L.push(`- Verdict: ${verdictLine(v)}.`, "");
@@ -647,7 +650,7 @@ async function main(): Promise<number> {
     process.stderr.write(`bench: ${VIGIL} is missing; build it first (make build)${process.env.VIGIL_BIN ? " or fix VIGIL_BIN" : ""}\n`);
     return 2;
   }
-  const budget = (o.phases.has("poll") ? pollBudgetMs(o.polls) : 0) + (o.phases.has("push") ? pushBudgetMs(o.events) : 0);
+  const budget = (o.phases.has("poll") ? pollBudgetMs(o.polls) + PHASE_READINGS_MS : 0) + (o.phases.has("push") ? pushBudgetMs(o.events) + PHASE_READINGS_MS : 0);
   const deadlineMs = 60_000 + budget * o.setups.size;
   const deadline = setTimeout(() => {
     process.stderr.write(`bench: the run did not finish within ${deadlineMs / 1000} s; stopping\n`);

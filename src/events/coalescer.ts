@@ -14,6 +14,7 @@
  * - a steered batch is reported `received` as soon as a model turn carrying it was answered: it is
  *   done and committed then, so nothing later in its run (a failure, a compaction, a crash) can
  *   inject it again;
+ * - a run aborted because the session is closing counts no attempt;
  * - a run that ended `model_unavailable` counts no attempt: the next batch waits out a backoff
  *   (delivery-rules.ts) and clients get `model_unavailable` frames, then `model_available` once a
  *   run is answered again. Attempts counts live in the pending log with the entries, so the bound
@@ -33,8 +34,6 @@ import type { PendingEntry } from "./types.ts";
 
 export const MAX_BATCH = 50;
 export { MAX_ATTEMPTS } from "./delivery-rules.ts";
-/** VIGIL_MODEL_BACKOFF_CAP_MS's default. */
-export const DEFAULT_MODEL_BACKOFF_CAP_MS = 300_000;
 const SETTLE_MS = 250;
 const RETRY_AFTER_FAILED_COMMIT_MS = 1000;
 
@@ -74,8 +73,8 @@ export class Coalescer {
     private readonly dropped: (entry: PendingEntry, detail: McpEventStatusDetail & { kind: "dropped" }) => void,
     /** The clock and timers (tests inject a fake one and advance it instead of sleeping). */
     private readonly scheduler: Scheduler = realScheduler,
-    /** VIGIL_MODEL_BACKOFF_CAP_MS. */
-    private readonly backoffCapMs: number = DEFAULT_MODEL_BACKOFF_CAP_MS,
+    /** VIGIL_MODEL_BACKOFF_CAP_MS (its default is serve's tuning.ts, the one place it is set). */
+    private readonly backoffCapMs: number,
     /** The session's containment boundary, for what escapes the timer's work (nobody awaits it). */
     private readonly onFault: FaultReport = (e) => logLine(`serve: events: the coalescer failed: ${errorMessage(e)}`),
   ) {
@@ -163,7 +162,10 @@ export class Coalescer {
   private settled(report: RunSettled): void {
     const done = this.take(report.delivered);
     const unavailable = report.code === MODEL_UNAVAILABLE;
-    const verdict = judgeReturned(this.take(report.returned), (seq) => this.store.attemptsOf(seq), unavailable);
+    // A run aborted because its session is closing (a graceful exit, the reaper, a contained
+    // fault) is no fault of its batch: like an outage, it counts no attempt (serve.md §6 item 5).
+    const closing = report.status === "aborted" && this.session.closed;
+    const verdict = judgeReturned(this.take(report.returned), (seq) => this.store.attemptsOf(seq), unavailable || closing);
     if (verdict.counted.size > 0) this.store.setAttempts(verdict.counted);
     for (const seq of verdict.dropped) {
       const entry = this.store.pending().find((e) => e.seq === seq);

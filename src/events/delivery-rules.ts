@@ -6,8 +6,11 @@
  * - A run that ended `model_unavailable` (the model never accepted the request) counts no
  *   attempt: its events are ready again and the session waits 1 s, doubling per consecutive
  *   outage run, up to the cap (VIGIL_MODEL_BACKOFF_CAP_MS), before the next batch.
+ * - A run aborted because its session is closing counts no attempt either (the coalescer tells).
  * - Any other return counts one attempt per event; the MAX_ATTEMPTS-th drops it.
  */
+
+import { doublingBackoffMs } from "../shared/backoff.ts";
 
 export const MAX_ATTEMPTS = 3;
 /** The first wait after a run found the model unavailable. */
@@ -15,8 +18,7 @@ export const MODEL_BACKOFF_START_MS = 1000;
 
 /** The wait after the `outages`-th consecutive run that found the model unavailable (outages ≥ 1). */
 export function modelBackoffMs(outages: number, capMs: number): number {
-  const doublings = Math.max(0, Math.min(Math.floor(outages) - 1, 40));
-  return Math.max(0, Math.min(capMs, MODEL_BACKOFF_START_MS * 2 ** doublings));
+  return doublingBackoffMs(outages - 1, capMs, MODEL_BACKOFF_START_MS);
 }
 
 export interface ReturnedVerdict {
@@ -26,10 +28,14 @@ export interface ReturnedVerdict {
   dropped: number[];
 }
 
-/** What a returned batch does to its events, given their attempts so far. */
-export function judgeReturned(seqs: readonly number[], attemptsOf: (seq: number) => number, modelUnavailable: boolean): ReturnedVerdict {
+/**
+ * What a returned batch does to its events, given their attempts so far. `notTheBatchsFault`: the
+ * run never put the batch to the model's judgement (the model was unavailable, or the session
+ * closed under the run), so nothing is counted.
+ */
+export function judgeReturned(seqs: readonly number[], attemptsOf: (seq: number) => number, notTheBatchsFault: boolean): ReturnedVerdict {
   const verdict: ReturnedVerdict = { counted: new Map(), dropped: [] };
-  if (modelUnavailable) return verdict;
+  if (notTheBatchsFault) return verdict;
   for (const seq of seqs) {
     const n = attemptsOf(seq) + 1;
     if (n >= MAX_ATTEMPTS) verdict.dropped.push(seq);

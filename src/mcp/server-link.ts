@@ -7,12 +7,16 @@
  *   on the injected scheduler) and connects anew — a new process group for stdio, after the old
  *   group is swept; a fresh `initialize` for HTTP.
  * - Each connection lists its tools once (cached) and again on `notifications/tools/list_changed`.
- * - Every move is reported to `onEvent` (connected, disconnected, tools_changed, and
- *   events_list_changed heard on any message path), so subscriptions resume at once.
+ * - Two moves are reported to `onEvent`, for the events client (serve/events-service.ts):
+ *   `connected` (every session's subscriptions to the server resume at once) and
+ *   `events_list_changed`, heard on any message path, a poll's SSE response included (the
+ *   server's events are listed again). Nobody needs to hear of a drop or a tools change: the
+ *   link re-lists its own tools, and states are read with `report()`.
  * - close() is final: no attempt starts after it, and one in flight is ended by it.
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Implementation, JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import type { BackoffPolicy } from "../shared/backoff.ts";
 import { logLine } from "../shared/log.ts";
 import { groupAlive, signalGroup } from "../shared/process-group.ts";
 import { type Scheduler, type TimerHandle, within } from "../shared/time.ts";
@@ -22,7 +26,6 @@ import { reasonOf } from "./reason.ts";
 import type { McpServerConfig } from "./server-config.ts";
 import { StdioMcpTransport } from "./stdio-transport.ts";
 import {
-  type BackoffPolicy,
   type LinkEvent,
   type ServerStateReport,
   type Supervision,
@@ -32,7 +35,7 @@ import {
 } from "./supervision.ts";
 import { type PoolTool, listServerTools } from "./tool-listing.ts";
 
-export type ServerEventKind = "connected" | "disconnected" | "tools_changed" | "events_list_changed";
+export type ServerEventKind = "connected" | "events_list_changed";
 
 export interface LinkOptions {
   clientInfo: Implementation;
@@ -82,14 +85,14 @@ export class ServerLink {
     return this.connected ? this.current?.observed : undefined;
   }
 
-  /** The stdio transport of the latest connection (live or not), for the shutdown sweep. */
+  /** The stdio transport of the latest connection (live, or not yet ended), for the shutdown sweep. */
   get stdio(): StdioMcpTransport | null {
     return this.current?.stdio ?? null;
   }
 
-  /** The `initialize` result of the latest connection as received. */
+  /** The `initialize` result of the live connection as received; undefined while not connected (a dead one's says nothing any more). */
   get rawInitializeResult(): Record<string, unknown> | undefined {
-    return this.current?.observed.rawInitializeResult;
+    return this.observed?.rawInitializeResult;
   }
 
   report(): ServerStateReport {
@@ -209,7 +212,6 @@ export class ServerLink {
     this.move({ type: "dropped", at: this.o.scheduler.now(), error: reason });
     this.invalidateTools();
     logLine(`MCP server ${JSON.stringify(this.name)}: ${reason}; ${this.retryNote()}`);
-    this.o.onEvent("disconnected");
     // An HTTP client still holds requests in flight: closing it fails them now instead of at their timeouts.
     void this.endConnection();
     this.scheduleAttempt();
@@ -219,7 +221,6 @@ export class ServerLink {
     if (generation !== this.generation || !("method" in message) || "id" in message) return;
     if (message.method === "notifications/tools/list_changed") {
       this.invalidateTools();
-      this.o.onEvent("tools_changed");
       if (this.connected) void this.listTools(this.o.connectTimeoutMs);
     } else if (message.method === "notifications/events/list_changed") {
       this.o.onEvent("events_list_changed");
@@ -260,7 +261,8 @@ export class ServerLink {
   /**
    * Closes the latest connection: the client (bounded) and, for stdio, the transport (stdin EOF,
    * grace, group sweep: bounded by its closeBoundMs), then SIGKILLs the group if anything of it is
-   * still there. Idempotent per connection.
+   * still there. Idempotent per connection. Once ended it is forgotten (unless a newer attempt
+   * took its place meanwhile): nothing of a dead connection stays visible.
    */
   private async endConnection(): Promise<void> {
     const conn = this.current;
@@ -276,6 +278,7 @@ export class ServerLink {
       const pid = conn.stdio.pid;
       if (pid !== null && groupAlive(pid)) signalGroup(pid, "SIGKILL");
     }
+    if (this.current === conn) this.current = null;
   }
 }
 

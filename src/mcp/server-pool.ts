@@ -5,7 +5,7 @@
  *
  *   const pool = await McpServerPool.connect(config.mcp_servers, { clientInfo: { name: "vigil", version } });
  *   pool.serverStates();              // [{ name: "fs", transport: "stdio", state: "connected", since, restarts: 0 }]
- *   pool.onServerEvent((e) => …);     // { server: "fs", kind: "connected" | "disconnected" | "tools_changed" | "events_list_changed" }
+ *   pool.onServerEvent((e) => …);     // { server: "fs", kind: "connected" | "events_list_changed" }
  *   pool.rawInitializeResult("fs");   // initialize result as received (keeps a top-level `events` capability)
  *   await pool.listTools();           // [{ qualifiedName: "fs__read_file", server, tool, description, inputSchema }]
  *   await pool.callTool("fs__read_file", { path: "/x" }, { signal, timeoutMs });
@@ -28,6 +28,7 @@
 import type { CallToolResult, Implementation } from "@modelcontextprotocol/sdk/types.js";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { McpServerConfig } from "./server-config.ts";
+import { type BackoffPolicy, SUPERVISION_BACKOFF } from "../shared/backoff.ts";
 import { logLine } from "../shared/log.ts";
 import { signalGroup } from "../shared/process-group.ts";
 import { registerSecrets, scrubValue } from "../shared/scrub.ts";
@@ -35,7 +36,7 @@ import { type Scheduler, realScheduler, within } from "../shared/time.ts";
 import type { ObservedTransport } from "./observed-transport.ts";
 import { reasonOf } from "./reason.ts";
 import { type ServerEventKind, ServerLink } from "./server-link.ts";
-import { type BackoffPolicy, DEFAULT_BACKOFF, type ServerStateReport, unavailableText } from "./supervision.ts";
+import { type ServerStateReport, unavailableText } from "./supervision.ts";
 import type { PoolTool } from "./tool-listing.ts";
 import { splitQualifiedName } from "./tool-names.ts";
 
@@ -87,7 +88,7 @@ export class McpServerPool<C extends McpServerConfig = McpServerConfig> {
 
   private constructor(configs: readonly C[], options: McpServerPoolOptions) {
     this.connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
-    const backoff = { ...DEFAULT_BACKOFF, ...(options.backoff ?? {}) };
+    const backoff = { ...SUPERVISION_BACKOFF, ...(options.backoff ?? {}) };
     for (const config of configs) {
       registerSecrets(secretsOf(config));
       this.configs.set(config.name, config);
@@ -126,7 +127,7 @@ export class McpServerPool<C extends McpServerConfig = McpServerConfig> {
     return [...this.links.values()].map((link) => link.report());
   }
 
-  /** Hears every connect, disconnect and list change of every server; returns the unsubscribe. */
+  /** Hears every (re)connect and `notifications/events/list_changed` of every server (server-link.ts); returns the unsubscribe. */
   onServerEvent(listener: (e: ServerEvent) => void): () => void {
     this.listeners.add(listener);
     return () => void this.listeners.delete(listener);

@@ -5,25 +5,15 @@
  *   connecting ──connected──▶ connected ──dropped──▶ waiting ──attempt──▶ retrying ──connected──▶ connected
  *       └──────failed──────▶ waiting ◀──failed── retrying            (any) ──close──▶ closed (final)
  *
- * - Backoff: the n-th wait in a row is `initialMs · 2^n`, capped at `capMs` (1 s doubling to 60 s).
- * - A connection that stayed up for `healthyMs` (10 min) before it dropped starts the backoff over;
- *   one that flaps keeps doubling, so a server that crashes right after every start is not
- *   restarted in a tight loop.
+ * - Backoff (shared/backoff.ts): the n-th wait in a row is `initialMs · 2^n`, capped at `capMs`
+ *   (1 s doubling to 60 s). A connection that stayed up for `healthyMs` (10 min) before it dropped
+ *   starts the backoff over; one that flaps keeps doubling, so a server that crashes right after
+ *   every start is not restarted in a tight loop.
  * - `restarts` counts the attempts after the first (every respawn of a stdio server, every
  *   re-initialization of an HTTP connection), whether or not they succeeded.
  * - `closed` is final: no event moves it, so nothing restarts a server while serve closes.
  */
-
-export interface BackoffPolicy {
-  /** First wait after a failure (default 1 s). */
-  readonly initialMs: number;
-  /** Longest wait (default 60 s). */
-  readonly capMs: number;
-  /** Up this long before a drop: the backoff starts over (default 10 min). */
-  readonly healthyMs: number;
-}
-
-export const DEFAULT_BACKOFF: BackoffPolicy = { initialMs: 1000, capMs: 60_000, healthyMs: 10 * 60_000 };
+import { type BackoffPolicy, doublingBackoffMs, waitsAfterUptime } from "../shared/backoff.ts";
 
 export type LinkPhase =
   /** The first attempt, in progress. */
@@ -56,12 +46,6 @@ export function initialSupervision(at: number): Supervision {
   return { phase: { kind: "connecting", since: at }, failures: 0, restarts: 0 };
 }
 
-/** The wait before the next attempt after `failures` waits in a row. */
-export function backoffDelayMs(failures: number, policy: BackoffPolicy): number {
-  const n = Math.min(Math.max(0, Math.floor(failures)), 40);
-  return Math.max(0, Math.min(policy.capMs, policy.initialMs * 2 ** n));
-}
-
 /** The next state; an event that does not apply in the current phase leaves it unchanged. */
 export function nextSupervision(s: Supervision, event: LinkEvent, policy: BackoffPolicy): Supervision {
   const phase = s.phase;
@@ -78,7 +62,7 @@ export function nextSupervision(s: Supervision, event: LinkEvent, policy: Backof
     }
     case "dropped": {
       if (phase.kind !== "connected") return s;
-      const failures = event.at - phase.since >= policy.healthyMs ? 0 : s.failures;
+      const failures = waitsAfterUptime(s.failures, event.at - phase.since, policy.healthyMs);
       return wait(s, event.at, event.at, event.error, failures, policy);
     }
     case "attempt":
@@ -88,7 +72,7 @@ export function nextSupervision(s: Supervision, event: LinkEvent, policy: Backof
 }
 
 function wait(s: Supervision, since: number, at: number, error: string, failures: number, policy: BackoffPolicy): Supervision {
-  const retryAt = at + backoffDelayMs(failures, policy);
+  const retryAt = at + doublingBackoffMs(failures, policy.capMs, policy.initialMs);
   return { ...s, phase: { kind: "waiting", since, error, retryAt }, failures: failures + 1 };
 }
 

@@ -23,6 +23,7 @@ import { EventsStore } from "../events/store/events-store.ts";
 import { configuredSpec } from "../events/storable-spec.ts";
 import type { SubscriptionSpec } from "../events/types.ts";
 import { ServerEvents, type StreamBudget } from "../events/wire/server-events.ts";
+import type { Scheduler } from "../shared/time.ts";
 
 export const DEFAULT_EVENTS_SESSION = "mcp-events";
 
@@ -36,6 +37,8 @@ export interface EventsServiceOptions {
   /** `--mcp-events-reapable`: live subscriptions no longer keep a session from the reaper. */
   reapable: boolean;
   now?: () => number;
+  /** The timers of the wires (the list_changed debounce); tests inject a fake one. */
+  scheduler?: Scheduler;
 }
 
 export class EventsService implements EventsServices {
@@ -52,10 +55,14 @@ export class EventsService implements EventsServices {
     this.owner = o.owner;
     this.now = o.now ?? Date.now;
     this.streamBudget = { open: 0, max: o.tuning.maxHttpStreams };
-    // A server connected again: every session's subscriptions to it resume from their cursors now,
-    // not after their own retry backoff (serve.md §6 item 10). The pool lives as long as this service.
+    // The pool lives as long as this service. A server connected again: every session's
+    // subscriptions to it resume from their cursors now, not after their own retry backoff
+    // (serve.md §6 item 10). Its events list changed — heard on whatever path the notice came,
+    // a poll's SSE response included — the wire re-lists, once per burst (list-refresh.ts); a
+    // server nobody listed yet has no wire and nothing to refresh.
     o.pool.onServerEvent((e) => {
       if (e.kind === "connected") for (const hub of this.hubs.values()) hub.wakeServer(e.server);
+      else if (e.kind === "events_list_changed") this.wires.get(e.server)?.listChanged();
     });
   }
 
@@ -67,7 +74,7 @@ export class EventsService implements EventsServices {
   wire(server: string): ServerEvents {
     let wire = this.wires.get(server);
     if (wire === undefined) {
-      wire = new ServerEvents(this.o.pool, server, this.streamBudget);
+      wire = new ServerEvents(this.o.pool, server, this.streamBudget, this.o.scheduler);
       this.wires.set(server, wire);
     }
     return wire;

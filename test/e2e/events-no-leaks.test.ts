@@ -21,7 +21,7 @@ const stateWhen = (fx: ControlClient, done: (s: FixtureState) => boolean, label:
     until: done,
     timeoutMs,
     label,
-    show: (s) => ({ polls: s.polls, list_calls: s.list_calls, cancels: s.cancels, list_changed_sent: s.list_changed_sent }),
+    show: (s) => ({ polls: s.polls, list_calls: s.list_calls, cancels: s.cancels, cancels_after_answer: s.cancels_after_answer, list_changed_sent: s.list_changed_sent }),
   });
 
 describe("MCP events: no stray cancels, list_changed acted on", () => {
@@ -49,6 +49,8 @@ describe("MCP events: no stray cancels, list_changed acted on", () => {
     const state = await stateWhen(fx, (s) => s.polls > after.polls, "the marker subscription's first poll");
 
     expect(after.polls).toBeGreaterThanOrEqual(POLLS);
+    // The defect itself, classified by the fixture: no cancel names a request it had answered.
+    expect(state.cancels_after_answer).toBe(0);
     // At most the one poll that was in flight when the subscription stopped may be cancelled (the
     // base protocol allows a cancel for a request still in progress), and then only that poll.
     expect(state.cancels).toBeLessThanOrEqual(1);

@@ -53,6 +53,10 @@ export interface FixtureState {
   cancelled: (string | number)[];
   /** notifications/cancelled received in all (`cancelled` keeps only the first 10,000 ids). */
   cancels: number;
+  /** Of those (events-fixture/answers.ts): naming a request whose answer the client had provably read (a stray cancel), one still in flight (not answered, or its answer maybe on the way), one never seen. */
+  cancels_after_answer: number;
+  cancels_in_flight: number;
+  cancels_unmatched: number;
   /** The id of the newest request received (any method; `requests` stops at 10,000). */
   last_request_id: string | number | null;
   /** /control/list_changed_on_poll was asked for and no poll has carried it yet. */

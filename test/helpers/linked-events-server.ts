@@ -3,12 +3,13 @@
  * for unit tests of src/events/wire/server-events.ts without processes: the server side records
  * every message it receives (requests, `notifications/cancelled`) and answers requests the way the
  * test tells it to (at once, or when the test releases them). `pool` is the little of
- * McpServerPool that ServerEvents reads.
+ * McpServerPool that ServerEvents and EventsService read; like the pool, it reports a
+ * `notifications/events/list_changed` heard on the client's transport as `events_list_changed`.
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import type { McpServerPool } from "../../src/mcp/server-pool.ts";
+import type { McpServerPool, ServerEvent } from "../../src/mcp/server-pool.ts";
 import { ObservedTransport } from "../../src/mcp/observed-transport.ts";
 import type { EventsServerConfig } from "../../src/events/config.ts";
 
@@ -76,7 +77,17 @@ export async function linkedEventsServer(answers: Record<string, Answer> = {}): 
   await client.connect(transport);
 
   const config = { name: "linked", transport: "stdio", command: "none", events: [] } as unknown as EventsServerConfig;
+  const listeners = new Set<(e: ServerEvent) => void>();
+  transport.onIncoming((message) => {
+    if ("method" in message && !("id" in message) && message.method === "notifications/events/list_changed") {
+      for (const listener of [...listeners]) listener({ server: "linked", kind: "events_list_changed" });
+    }
+  });
   const pool = {
+    onServerEvent: (listener: (e: ServerEvent) => void) => {
+      listeners.add(listener);
+      return () => void listeners.delete(listener);
+    },
     serverConfig: () => config,
     client: () => client,
     status: () => ({ state: "connected" }),

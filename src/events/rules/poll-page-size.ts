@@ -15,7 +15,7 @@
  * - a page that was read restores the full size.
  */
 import { OVERSIZED_RESPONSE_CODE } from "../../mcp/stdio-framing.ts";
-import { backoffMs } from "./poll-rules.ts";
+import { doublingBackoffMs } from "../../shared/backoff.ts";
 
 export interface PageSizing {
   /** `maxEvents` of the next poll. */
@@ -52,7 +52,7 @@ export function afterOverCap(sizing: PageSizing, cursor: string | null, bounds: 
   const reported = same && sizing.stuck!.reported;
   return {
     sizing: { maxEvents: 1, stuck: { cursor, attempts: attempts + 1, reported } },
-    waitMs: Math.max(bounds.floorMs, backoffMs(attempts, bounds.capMs)),
+    waitMs: Math.max(bounds.floorMs, doublingBackoffMs(attempts, bounds.capMs)),
     report: !reported,
   };
 }

@@ -1,6 +1,6 @@
 /**
  * The rules of one `events/poll` loop: reading a result tolerantly, choosing the wait before the
- * next poll, adopting cursors, and backing off after failures.
+ * next poll and adopting cursors (the backoff after failures is shared/backoff.ts).
  */
 import { type OccurrenceCheck, checkOccurrence, isStorableCursor, OCCURRENCE_LIMITS } from "./occurrence.ts";
 
@@ -77,11 +77,4 @@ export function adoptCursor(current: string | null, received: unknown): string |
 /** The status text for a cursor that was not adopted because it is too long to store. */
 export function refusedCursorText(chars: number): string {
   return `the server sent a cursor of ${chars} characters (at most ${OCCURRENCE_LIMITS.cursorChars} are stored); keeping the previous position`;
-}
-
-/** 1 s, 2 s, 4 s, … capped at `capMs`; `attempt` counts from 0. */
-export function backoffMs(attempt: number, capMs: number): number {
-  // 2^31 s is far past any cap; stopping the exponent there keeps the arithmetic exact.
-  const n = Number.isNaN(attempt) || attempt <= 0 ? 0 : Math.min(Math.floor(attempt), 31);
-  return Math.max(0, Math.min(capMs, 1000 * 2 ** n));
 }

@@ -13,12 +13,14 @@
  */
 import { errorMessage } from "../../shared/errors.ts";
 import { logLine } from "../../shared/log.ts";
-import { type Scheduler, type TimerHandle, realScheduler } from "../../shared/time.ts";
+import { type Scheduler, realScheduler } from "../../shared/time.ts";
 import { writeFileAtomic } from "../../shared/durable/atomic-file.ts";
 import { GroupCommit } from "../../shared/durable/group-commit.ts";
 import type { PendingEntry } from "../types.ts";
+import { BackgroundCommits } from "./background-commits.ts";
 import { EventsStoreError } from "./errors.ts";
 import { sweepTemps } from "./files.ts";
+import { COMPACT_MIN_BYTES, LogBacklog } from "./log-backlog.ts";
 import { type Fault, LogFile, type WriteCounters } from "./log-file.ts";
 import { applyAttempts, asEntry, type LiveEntry, liveEntry, logPath, replayLog, serializeAdd, serializeDone } from "./pending-log.ts";
 import {
@@ -35,6 +37,8 @@ import {
 
 export type { SubscriptionRecord } from "./snapshot.ts";
 export type { FaultOp, WriteCounters } from "./log-file.ts";
+export { COMPACT_MIN_BYTES } from "./log-backlog.ts";
+export { COMMIT_DEBOUNCE_MS } from "./background-commits.ts";
 
 export interface EventsStoreOptions {
   /** The queue refuses an entry once it holds this many. */
@@ -47,11 +51,6 @@ export interface EventsStoreOptions {
   scheduler?: Scheduler;
 }
 
-/** The log is compacted only past this size, and only when more than half of it is dead records. */
-export const COMPACT_MIN_BYTES = 1024 * 1024;
-/** How long `scheduleCommit` waits to gather more changes into one write. */
-export const COMMIT_DEBOUNCE_MS = 100;
-const RETRY_MAX_MS = 30_000;
 
 /** A log over this is refused on load rather than read: it is far past anything this store writes. */
 export function maxLogFileBytes(maxPendingBytes: number): number {
@@ -66,12 +65,8 @@ export class EventsStore {
   private readonly live: Map<number, LiveEntry>;
   private nextSeq: number;
   private liveBytes = 0;
-  /** Log records serialized since the last successful write, oldest first. */
-  private unwritten: string[] = [];
-  private unwrittenSize = 0;
-  /** The unwritten records were dropped (too many piled up behind failing writes): the next write rewrites the whole live log. */
-  private mustRewrite = false;
-  private readonly unwrittenCap: number;
+  /** Log records serialized since the last successful write (log-backlog.ts). */
+  private readonly backlog: LogBacklog;
   private readonly subs: Map<string, SubscriptionRecord>;
   private lastClient: number | null;
   /** Snapshot generations: bumped on every snapshot change; the written one is what is on disk. */
@@ -83,10 +78,7 @@ export class EventsStore {
   private readonly commits: GroupCommit;
   private readonly counters: WriteCounters;
   private readonly log: LogFile;
-  private timer: TimerHandle | null = null;
-  private readonly scheduler: Scheduler;
-  private retryMs = 0;
-  private failing = false;
+  private readonly background: BackgroundCommits;
   private closing: Promise<void> | null = null;
   private closed = false;
 
@@ -98,18 +90,18 @@ export class EventsStore {
     counters: WriteCounters,
   ) {
     this.counters = counters;
-    this.scheduler = options.scheduler ?? realScheduler;
     this.live = replayed.live;
     for (const e of this.live.values()) this.liveBytes += e.bytes;
     this.nextSeq = replayed.maxSeq + 1;
     this.skippedLines = replayed.skipped;
     this.repairedBytes = replayed.repairedBytes;
-    this.unwrittenCap = 2 * options.maxPendingBytes + COMPACT_MIN_BYTES;
     this.subs = new Map(Object.entries(snapshot?.subscriptions ?? {}));
     this.lastClient = snapshot?.last_client_ms ?? null;
     this.snapLastText = snapshot === undefined ? null : serializeSnapshot(this.subs, this.lastClient);
     this.log = new LogFile(logPath(dir), dir, replayed.handle, replayed.size, counters, options.fault);
+    this.backlog = new LogBacklog(this.log, 2 * options.maxPendingBytes + COMPACT_MIN_BYTES);
     this.commits = new GroupCommit(() => this.writePass(), () => this.changes);
+    this.background = new BackgroundCommits(() => this.commits.request(), options.scheduler ?? realScheduler, dir);
   }
 
   /**
@@ -258,13 +250,12 @@ export class EventsStore {
 
   /** A commit within COMMIT_DEBOUNCE_MS for changes nobody waits on; failures are logged once per streak and retried with backoff. */
   scheduleCommit(): void {
-    if (this.closing !== null || this.timer !== null) return;
-    this.arm(COMMIT_DEBOUNCE_MS);
+    if (this.closing === null) this.background.schedule();
   }
 
   /** Bytes of log records waiting for the next write (bounded: past a cap they give way to one full rewrite). */
   get unwrittenBytes(): number {
-    return this.unwrittenSize;
+    return this.backlog.size;
   }
 
   get writes(): WriteCounters {
@@ -274,8 +265,7 @@ export class EventsStore {
   /** A final commit (a failure is logged, not thrown), then the log handle is closed. Idempotent. */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      if (this.timer !== null) this.scheduler.clearTimeout(this.timer);
-      this.timer = null;
+      this.background.stop();
       try {
         await this.commits.request();
       } catch (e) {
@@ -306,37 +296,7 @@ export class EventsStore {
   /** Queues one log line for the next write. */
   private record(line: string, bytes: number): void {
     this.changes++;
-    if (this.mustRewrite) return; // the pending rewrite covers it
-    this.unwritten.push(line);
-    this.unwrittenSize += bytes;
-    this.capUnwritten();
-  }
-
-  /**
-   * Bounds memory while writes keep failing: past the cap, the records are dropped and the next
-   * write rewrites the whole live log instead, which says everything they said.
-   */
-  private capUnwritten(): void {
-    if (this.unwrittenSize <= this.unwrittenCap) return;
-    this.unwritten = [];
-    this.unwrittenSize = 0;
-    this.mustRewrite = true;
-  }
-
-  private arm(ms: number): void {
-    this.timer = this.scheduler.setTimeout(() => {
-      this.timer = null;
-      this.commits.request().then(
-        () => (this.retryMs = 0),
-        (e: unknown) => {
-          if (!this.failing) logLine(`events state in ${this.dir}: a background write failed (retrying): ${errorMessage(e)}`);
-          this.failing = true;
-          if (this.closing !== null || this.timer !== null) return;
-          this.retryMs = Math.min(RETRY_MAX_MS, Math.max(1000, this.retryMs * 2));
-          this.arm(this.retryMs);
-        },
-      );
-    }, ms, { unref: true });
+    this.backlog.add(line, bytes);
   }
 
   /**
@@ -344,22 +304,11 @@ export class EventsStore {
    * synchronously at its start, so it covers exactly the changes counted when it began.
    */
   private async writePass(): Promise<void> {
-    const chunk = this.unwritten;
-    const chunkBytes = this.unwrittenSize;
-    this.unwritten = [];
-    this.unwrittenSize = 0;
-    const forced = this.mustRewrite;
-    this.mustRewrite = false;
-    const total = this.log.size + chunkBytes;
-    const compact = forced || (chunk.length > 0 && total > COMPACT_MIN_BYTES && total > 2 * this.liveBytes);
-    const rewrite = compact ? Array.from(this.live.values(), (e) => e.line).join("") : null;
     const snapGen = this.snapGen;
     const snapText = snapGen !== this.snapWrittenGen ? serializeSnapshot(this.subs, this.lastClient) : null;
     try {
-      if (rewrite !== null) await this.log.rewrite(rewrite);
-      else if (chunk.length > 0) await this.log.append(chunk.join(""));
+      await this.backlog.write(this.liveBytes, () => Array.from(this.live.values(), (e) => e.line).join(""));
     } catch (e) {
-      this.putBack(chunk, chunkBytes, forced);
       throw this.writeFailed(this.log.path, e);
     }
     if (snapText !== null) {
@@ -376,16 +325,7 @@ export class EventsStore {
       }
       this.snapWrittenGen = snapGen;
     }
-    this.failing = false;
-  }
-
-  /** After a failed log write: the records it carried go back in front, so the next write lands them. */
-  private putBack(chunk: string[], chunkBytes: number, forced: boolean): void {
-    if (forced) this.mustRewrite = true;
-    if (this.mustRewrite) return;
-    this.unwritten = chunk.concat(this.unwritten);
-    this.unwrittenSize += chunkBytes;
-    this.capUnwritten();
+    this.background.succeeded();
   }
 
   private writeFailed(path: string, e: unknown): EventsStoreError {

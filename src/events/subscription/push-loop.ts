@@ -19,13 +19,14 @@
  *   wakes the subscription's slot, `waits.wake`), so a push subscription whose server was down
  *   resumes from its cursor at once instead of after the rest of its backoff.
  */
+import { doublingBackoffMs } from "../../shared/backoff.ts";
 import { errorMessage } from "../../shared/errors.ts";
 import { logLine } from "../../shared/log.ts";
 import type { Scheduler } from "../../shared/time.ts";
 import { describeSilence } from "../rules/heartbeat-watch.ts";
 import { EventsRpcError } from "../rules/errors.ts";
 import { checkOccurrence, isStorableCursor, reportableEventId, seenKeyOf } from "../rules/occurrence.ts";
-import { adoptCursor, backoffMs } from "../rules/poll-rules.ts";
+import { adoptCursor } from "../rules/poll-rules.ts";
 import type { PushStream, StreamNotification } from "../wire/push-stream.ts";
 import type { HostedSubscription, SubscriptionHost } from "./host.ts";
 import { type WakeSlot, abortableSleep } from "./sleep.ts";
@@ -64,7 +65,7 @@ export async function runPush(host: SubscriptionHost, sub: HostedSubscription, s
     }
     if (signal.aborted) return;
     if (progressed) reconnects = 0;
-    if (next === "later") await abortableSleep(backoffMs(reconnects++, RECONNECT_CAP_MS), signal, waits.wake, waits.scheduler);
+    if (next === "later") await abortableSleep(doublingBackoffMs(reconnects++, RECONNECT_CAP_MS), signal, waits.wake, waits.scheduler);
   }
 }
 

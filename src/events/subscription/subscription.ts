@@ -19,11 +19,11 @@
  * Where it stands is one value, its phase (phase.ts: starting, up, retrying, refused, stopped,
  * terminated); the loops see it through `HostedSubscription` (host.ts).
  */
+import { doublingBackoffMs } from "../../shared/backoff.ts";
 import { errorMessage } from "../../shared/errors.ts";
 import type { SubscriptionStatus } from "../frames.ts";
 import { EventsRpcError, classifyEventsError, describeRpcError, toEventsRpcError } from "../rules/errors.ts";
 import { chooseDeliveryMode } from "../rules/negotiate.ts";
-import { backoffMs } from "../rules/poll-rules.ts";
 import { DedupWindow } from "../rules/dedup.ts";
 import type { EventDelivery, SubscriptionSpec } from "../types.ts";
 import { EventsRefused } from "../wire/server-events.ts";
@@ -263,7 +263,7 @@ export class Subscription implements HostedSubscription {
         this.rediscoveries++;
         this.host.wire(this.spec.server).invalidate();
         this.current = down(false);
-        return backoffMs(this.rediscoveries - 1, 30_000);
+        return doublingBackoffMs(this.rediscoveries - 1, 30_000);
       }
     }
     if (v.ended && this.origin === "runtime" && !v.rediscover) return this.retire("terminated", v.message);
@@ -274,7 +274,7 @@ export class Subscription implements HostedSubscription {
       return t.refusedRetryMs;
     }
     this.current = down(false);
-    const wait = backoffMs(attempt, v.forbidden ? Math.min(FORBIDDEN_CAP_MS, t.retryCapMs) : t.retryCapMs);
+    const wait = doublingBackoffMs(attempt, v.forbidden ? Math.min(FORBIDDEN_CAP_MS, t.retryCapMs) : t.retryCapMs);
     if (!v.ended) this.host.status(this, { kind: "error", error: v.message, retry_in_ms: wait });
     return wait;
   }

@@ -10,7 +10,9 @@
  * - `events/list` is paged with a loop guard and cached until `notifications/events/list_changed`,
  *   an explicit invalidation (re-discovery) or a new connection. One call at a time per server:
  *   subscriptions starting together share it (single-flight). On list_changed serve re-lists by
- *   itself, once per burst (list-refresh.ts), so `mcp_events_list` shows the new list.
+ *   itself, once per burst (list-refresh.ts), so `mcp_events_list` shows the new list. The notice
+ *   comes from the pool (`events_list_changed`, serve/events-service.ts calls `listChanged`), the
+ *   one route: the pool hears it on every message path, before the SDK client dispatches it.
  * - Every request has its own signal, derived from the caller's and let go of when it settles
  *   (shared/request-signal.ts): `notifications/cancelled` goes only to requests still in flight.
  * - Push: `openStream` registers the stream under the JSON-RPC id the SDK gives its request (seen
@@ -134,7 +136,7 @@ export class ServerEvents {
     this.generation++;
   }
 
-  /** `notifications/events/list_changed`, whichever way it came: stale now, re-listed shortly without a client asking. */
+  /** `notifications/events/list_changed` (the pool's `events_list_changed`): stale now, re-listed shortly without a client asking. */
   listChanged(): void {
     this.invalidate();
     this.refresh.changed();
@@ -231,8 +233,9 @@ export class ServerEvents {
     }) ?? (() => {});
     const previous = client.fallbackNotificationHandler;
     client.fallbackNotificationHandler = async (notification) => {
-      if (notification.method === "notifications/events/list_changed") this.listChanged();
-      else if (notification.method.startsWith("notifications/events/")) this.route(notification as StreamNotification);
+      // list_changed is the pool's to report (see the header); the rest belong to push streams.
+      if (notification.method === "notifications/events/list_changed") return;
+      if (notification.method.startsWith("notifications/events/")) this.route(notification as StreamNotification);
       else await previous?.(notification);
     };
     this.hooked = { client, off };

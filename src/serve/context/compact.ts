@@ -3,11 +3,16 @@
  * carrying the oldest turns (each cut so the whole request fits the trigger) and asking for a
  * summary that keeps what the operator's instructions and the open tasks need. When the model
  * cannot give one — it fails, answers nothing, or answers more than the summary budget — the
- * turns are trimmed instead, with a notice saying how many messages were left out. Only an abort
- * of the run is passed on: a large history never fails a run.
+ * turns are trimmed instead, with a notice saying how many messages were left out. A large
+ * history never fails a run. Passed on are only an abort of the run and an outage of the model
+ * (models/availability.ts: connect error, timeout, 408/429, 5xx): the run's own request would meet
+ * the same outage, and trimming then would lose the history for good to a model that is merely
+ * down — instead the run ends `model_unavailable`, its batches come back without an attempt
+ * counted, and the compaction is tried again once the model answers (serve.md §5).
  */
 import { errorMessage } from "../../shared/errors.ts";
 import { logLine } from "../../shared/log.ts";
+import { isModelUnavailable } from "../models/availability.ts";
 import { type ChatMessage, type ChatModel, ModelError } from "../models/types.ts";
 import type { ContextBudget } from "./budget.ts";
 import { SUMMARY_HEADING } from "./blocks.ts";
@@ -44,7 +49,7 @@ export async function summarize(chat: ChatModel, messages: ChatMessage[], replac
     else if (bytesToTokens(textBytes(text)) > budget.summaryMax) why = `the summary is over its budget of ${budget.summaryMax} tokens`;
     else return { summary: text, by: "model" };
   } catch (e) {
-    if (signal.aborted || (e instanceof ModelError && e.kind === "aborted")) throw e;
+    if (signal.aborted || (e instanceof ModelError && e.kind === "aborted") || isModelUnavailable(e)) throw e;
     why = errorMessage(e);
   }
   logLine(`serve: context: no summary of ${replaced} earlier messages (${why}); they are trimmed instead`);

@@ -17,7 +17,11 @@ export class FrameLog {
   lastError: unknown = null;
   private toldFailed = false;
 
-  constructor(readonly transcript: Transcript) {}
+  constructor(
+    readonly transcript: Transcript,
+    /** Told of each stored record before any subscriber (the session's history, history.ts): a client that saw a run_end finds its run in the history. */
+    private readonly onStored: (record: TranscriptRecord) => void = () => {},
+  ) {}
 
   subscribe(listener: FrameListener): () => void {
     this.listeners.add(listener);
@@ -65,6 +69,7 @@ export class FrameLog {
       }
       return null;
     }
+    this.onStored(stored.record);
     for (const listener of [...this.listeners]) {
       if (!this.listeners.has(listener)) continue;
       try {

@@ -1,7 +1,5 @@
 /** Small pieces of the Session that stand on their own: the default events hook, errors, outcome checks. */
 import { errorResponse } from "../protocol/frames.ts";
-import type { ChatMessage } from "../models/types.ts";
-import type { PendingItem } from "./queues.ts";
 import type { EventsHandler, RunOutcome } from "./types.ts";
 
 export const EVENTS_NOT_ENABLED_MESSAGE = "MCP Events are configured by the events subsystem (not enabled in this session)";
@@ -36,28 +34,12 @@ export function normalizeOutcome(o: RunOutcome | undefined): RunOutcome {
   const status = o?.status === "ok" || o?.status === "aborted" ? o.status : "failed";
   const out: RunOutcome = {
     status,
-    appended: Array.isArray(o?.appended) ? o.appended : [],
     steersSeen: typeof o?.steersSeen === "number" ? o.steersSeen : 0,
   };
   if (typeof o?.error === "string") out.error = o.error;
   else if (o?.status !== status) out.error = "the runner reported no valid status";
   if (typeof o?.code === "string") out.code = o.code;
   return out;
-}
-
-/**
- * The runner's `appended` starts with the prompt it was given (run-loop.ts); the session adds the
- * prompt itself (only the part settleRun keeps), so a leading copy is dropped here — otherwise each
- * prompt would reach the model twice in later runs, and differently after a restart.
- */
-export function withoutPrompt(appended: ChatMessage[], prompt: PendingItem[]): ChatMessage[] {
-  let i = 0;
-  while (i < prompt.length && i < appended.length) {
-    const m = appended[i]!;
-    if (m.role !== "user" || m.text !== prompt[i]!.text) break;
-    i++;
-  }
-  return i === 0 ? appended : appended.slice(i);
 }
 
 /**

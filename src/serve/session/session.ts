@@ -13,26 +13,24 @@
  * - A run's `run_end` is stored once the session is idle again (or runs the next queued run), so a
  *   client that sees it and asks get_state or prompts finds the run over.
  */
-import type { HistoryBlock } from "../context/blocks.ts";
 import { contextBudget } from "../context/budget.ts";
 import type { ChatMessage } from "../models/types.ts";
 import type { Command, CommandName } from "../protocol/commands.ts";
-import { PROTOCOL_VERSION, type FrameBody, type ResponseFrame, errorResponse, okResponse, runEndFrame, runStartFrame } from "../protocol/frames.ts";
+import { PROTOCOL_VERSION, type FrameBody, type ResponseFrame, errorResponse, runEndFrame, runStartFrame } from "../protocol/frames.ts";
 import { Transcript, type ReadSinceOptions, type ReadSinceResult } from "../state/transcript.ts";
-import { isTranscriptPruned, prunedResponse } from "../state/transcript-pruned.ts";
 import { errorMessage } from "../../shared/errors.ts";
 import { within } from "../../shared/time.ts";
+import { type Accepted, type CommandTarget, answerCommand } from "./commands.ts";
 import { FrameLog } from "./frame-log.ts";
-import { type ActiveRun, newActiveRun } from "./active-run.ts";
-import { Conversation } from "./conversation.ts";
-import { rebuildHistory } from "./history.ts";
-import { type PendingItem, Queues, userMessages } from "./queues.ts";
+import { type ActiveRun, newActiveRun, runFrameSink, runRequest } from "./active-run.ts";
+import { type HistoryFold, rebuildHistory } from "./history.ts";
+import { type PendingItem, Queues } from "./queues.ts";
 import { DeliveryReports, injectedItem } from "./delivery-reports.ts";
-import { DEFAULT_CLOSE_TIMEOUT_MS, FrameNotStoredError, SessionClosedError, eventsNotEnabled, normalizeOutcome, withoutPrompt } from "./session-support.ts";
+import { DEFAULT_CLOSE_TIMEOUT_MS, FrameNotStoredError, SessionClosedError, eventsNotEnabled, normalizeOutcome } from "./session-support.ts";
 import { settleRun } from "./settle.ts";
 import type {
-  EventsCommand, EventsHandler, EventsSession, FrameListener, InjectResult, Injection,
-  ReceivedListener, RunOutcome, RunRequest, RunSettled, RunSettledListener, Runner, SessionOptions, SessionState, SessionStateData,
+  EventsHandler, EventsSession, FrameListener, InjectResult, Injection,
+  ReceivedListener, RunOutcome, RunSettled, RunSettledListener, Runner, SessionOptions, SessionState, SessionStateData,
 } from "./types.ts";
 
 type StoredResponse = ResponseFrame & { seq?: number; time?: string };
@@ -50,12 +48,22 @@ export class Session implements EventsSession {
   private readonly queues = new Queues();
   private readonly reports = new DeliveryReports((e) => this.onFault(e));
   private eventsHandler: EventsHandler = eventsNotEnabled;
-  private readonly conversation: Conversation;
   private run: ActiveRun | null = null;
   private closing: Promise<void> | null = null;
   private activity: number;
+  private readonly commands: CommandTarget = {
+    accept: (item, behavior, trigger) => this.accept(item, behavior, trigger),
+    abortRun: () => {
+      const run = this.run;
+      if (run !== null && !run.controller.signal.aborted) run.controller.abort(new Error("aborted by the client"));
+      return run?.id ?? null;
+    },
+    stateData: () => this.stateData(),
+    replay: (since, bounds) => this.replay(since, bounds),
+    events: (command) => this.eventsHandler(command),
+  };
 
-  private constructor(o: SessionOptions, private readonly transcript: Transcript, history: HistoryBlock[]) {
+  private constructor(o: SessionOptions, private readonly transcript: Transcript, private readonly conversation: HistoryFold) {
     this.name = o.name;
     this.runner = o.runner;
     this.now = o.now ?? Date.now;
@@ -64,9 +72,9 @@ export class Session implements EventsSession {
     this.onFault = o.onFault ?? (() => {});
     this.serverStates = o.serverStates;
     this.contextTokens = o.contextTokens;
-    this.frames = new FrameLog(transcript);
+    // Every stored frame goes through the history's fold (history.ts) before any client sees it.
+    this.frames = new FrameLog(transcript, (record) => conversation.add(record));
     this.frames.subscribe((f) => this.reports.see(f));
-    this.conversation = new Conversation(history);
     this.activity = this.now();
   }
 
@@ -117,7 +125,7 @@ export class Session implements EventsSession {
   /** The oldest seq still stored (transcript retention deleted those before it). */
   get oldestSeq(): number { return this.transcript.oldestSeq; }
 
-  /** The conversation so far (user/assistant text of earlier runs). */
+  /** The conversation so far (user/assistant text of earlier runs), exactly what a reopen rebuilds. */
   get history(): readonly ChatMessage[] {
     return this.conversation.messages();
   }
@@ -161,48 +169,7 @@ export class Session implements EventsSession {
       return errorResponse(id, type, "session_failed", `the session's transcript failed: ${failed.message}`);
     }
     this.touch();
-    let response: ResponseFrame;
-    let after: (() => void) | null = null;
-    try {
-      switch (command.type) {
-        case "prompt": {
-          const item: PendingItem = { text: command.message };
-          const r = this.accept(item, command.streaming_behavior ?? "follow_up", "prompt");
-          if ("start" in r) {
-            response = okResponse(id, type, { run_id: r.start.id });
-            after = r.start.go;
-          } else if (r.queued === "follow_up") {
-            response = okResponse(id, type, { queued: "follow_up", position: r.position });
-          } else {
-            response = okResponse(id, type, { queued: "steer" });
-          }
-          break;
-        }
-        case "abort": {
-          const run = this.run;
-          if (run !== null && !run.controller.signal.aborted) run.controller.abort(new Error("aborted by the client"));
-          response = okResponse(id, type, { aborted: run?.id ?? null });
-          break;
-        }
-        case "get_state":
-          response = okResponse(id, type, this.stateData());
-          break;
-        case "get_transcript": {
-          const page = await this.replay(command.since ?? 0, command.limit === undefined ? {} : { limit: command.limit });
-          response = okResponse(id, type, { frames: page.records, more: page.more });
-          break;
-        }
-        case "mcp_events_list":
-        case "mcp_events_subscribe":
-        case "mcp_events_unsubscribe":
-          response = await this.routeEvents(command);
-          break;
-        default:
-          response = errorResponse(id, null, "unknown_command", "unknown command type");
-      }
-    } catch (e) {
-      response = isTranscriptPruned(e) ? prunedResponse(id, type, e) : errorResponse(id, type, "internal", errorMessage(e));
-    }
+    const { response, after } = await answerCommand(this.commands, command);
     const answer = this.respond(response);
     after?.();
     return answer;
@@ -282,20 +249,11 @@ export class Session implements EventsSession {
     return data;
   }
 
-  private async routeEvents(command: EventsCommand): Promise<ResponseFrame> {
-    const r = await this.eventsHandler(command);
-    return { ...r, id: command.id, command: command.type } as ResponseFrame;
-  }
-
   /**
    * Takes a message into the session. Idle: returns a run to start (the caller starts it after it
    * answered, so the response precedes run_start). Busy: queues it.
    */
-  private accept(
-    item: PendingItem,
-    behavior: "follow_up" | "steer",
-    idleTrigger: string,
-  ): { start: { id: string; go: () => void } } | { queued: "follow_up"; position: number } | { queued: "steer" } {
+  private accept(item: PendingItem, behavior: "follow_up" | "steer", idleTrigger: string): Accepted {
     if (this.run === null) {
       const id = this.newRunId();
       const trigger = idleTrigger === "prompt" && behavior === "steer" ? "steer" : idleTrigger;
@@ -321,37 +279,18 @@ export class Session implements EventsSession {
   }
 
   private async drive(run: ActiveRun, trigger: string): Promise<void> {
-    const request: RunRequest = {
-      runId: run.id,
-      trigger,
-      history: this.conversation.messages(),
-      blocks: this.conversation.snapshot(),
+    const request = runRequest(run, trigger, {
+      history: this.conversation,
       historySeq: this.transcript.lastSeq,
-      prompt: userMessages(run.prompt),
-      takeSteers: () => {
-        if (!run.accepting || this.run !== run) return [];
-        const taken = this.queues.takeSteers();
-        run.taken.push(...taken);
-        return userMessages(taken);
-      },
+      steers: () => (this.run === run ? this.queues.takeSteers() : []),
       steersReceived: this.reports.receiptsFor(run.prompt, run.taken),
-    };
-    const emit = (frame: FrameBody) => {
-      if (!run.accepting) return;
-      if (frame.type === "run_start") run.sawStart = true;
-      if (frame.type === "run_end") run.end = frame;
-      else {
-        const record = this.store(frame);
-        // Stored, or the run fails here: it never goes on past a frame no client saw.
-        if (record === null) throw new FrameNotStoredError(frame.type, errorMessage(this.frames.lastError));
-        this.conversation.observe(record, run);
-      }
-    };
+    });
+    const emit = runFrameSink(run, (frame) => this.store(frame), () => this.frames.lastError);
     let outcome: RunOutcome;
     try {
       outcome = normalizeOutcome(await this.runner(request, emit, run.controller.signal));
     } catch (e) {
-      outcome = { status: run.controller.signal.aborted ? "aborted" : "failed", error: errorMessage(e), appended: [], steersSeen: 0 };
+      outcome = { status: run.controller.signal.aborted ? "aborted" : "failed", error: errorMessage(e), steersSeen: 0 };
       if (e instanceof FrameNotStoredError) outcome.code = e.code;
     }
     await this.finish(run, trigger, outcome);
@@ -360,7 +299,7 @@ export class Session implements EventsSession {
   /** Settles a run; its run_end is stored after `this.run` is cleared (see the header). */
   private async finish(run: ActiveRun, trigger: string, outcome: RunOutcome): Promise<void> {
     run.accepting = false;
-    if (!run.sawStart) this.conversation.observe(this.store(runStartFrame(run.id, trigger)), run);
+    if (!run.sawStart) this.store(runStartFrame(run.id, trigger));
     let synced = false;
     try {
       await this.transcript.sync();
@@ -372,9 +311,11 @@ export class Session implements EventsSession {
     const leftover = this.queues.takeSteers();
     const s = settleRun({ prompt: run.prompt, taken: run.taken, steersSeen: outcome.steersSeen, leftover, succeeded });
     this.queues.requeueFront(s.requeue);
-    if (succeeded) this.conversation.add(run.startSeq, this.transcript.lastSeq, [...userMessages(s.keptPrompt), ...withoutPrompt(outcome.appended, run.prompt)]);
     this.run = null;
-    this.store(run.end ?? runEndFrame(run.id, outcome.status, outcome.error, outcome.code));
+    // The stored run_end says what the session decided: storing it adds the run's block to the
+    // history (ok) or not, as a reopen would find it.
+    const own = run.end !== null && (run.end as { status?: unknown }).status === outcome.status ? run.end : null;
+    this.store(own ?? runEndFrame(run.id, outcome.status, outcome.error, outcome.code));
     const report: RunSettled = { runId: run.id, status: outcome.status, succeeded, delivered: s.delivered, returned: s.returned };
     this.reports.settled(report, outcome);
     this.startNext();

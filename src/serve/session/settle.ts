@@ -22,8 +22,6 @@ export interface SettleResult {
   returned: string[];
   /** Client messages (and untaken batches) to put at the front of the follow-up line, in order. */
   requeue: PendingItem[];
-  /** Prompt items whose text stays in the conversation history (a returned batch does not: it comes back). */
-  keptPrompt: PendingItem[];
 }
 
 export function settleRun(input: SettleInput): SettleResult {
@@ -34,12 +32,11 @@ export function settleRun(input: SettleInput): SettleResult {
   const unseenClient = unseen.filter((i) => i.tag === undefined);
   const requeue = [...unseenClient, ...input.leftover];
   if (input.succeeded) {
-    return { delivered: tagsOf(given), returned: tagsOf(unseen), requeue, keptPrompt: input.prompt };
+    return { delivered: tagsOf(given), returned: tagsOf(unseen), requeue };
   }
   return {
     delivered: [],
     returned: [...tagsOf(given), ...tagsOf(unseen)],
     requeue,
-    keptPrompt: input.prompt.filter((i) => i.tag === undefined),
   };
 }

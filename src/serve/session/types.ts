@@ -43,8 +43,11 @@ export interface RunOutcome {
   error?: string;
   /** The failure's stable code, when it has one (it goes into the run_end). */
   code?: string;
-  /** Messages the run added to the conversation after `prompt` (steers seen, assistant turns, tool results). */
-  appended: ChatMessage[];
+  /**
+   * Messages the run added to the conversation (run-loop.ts). The session does not keep them: its
+   * history is folded from the frames it stored (history.ts), the one thing a restart can rebuild.
+   */
+  appended?: ChatMessage[];
   /** How many of the steers taken with `takeSteers` reached the model (the first N taken). */
   steersSeen: number;
 }

@@ -13,6 +13,7 @@ import { EventsStore } from "../../../src/events/store/events-store.ts";
 import type { EventsFrame } from "../../../src/events/frames.ts";
 import { type Injection, MODEL_UNAVAILABLE, type RunSettled, type SessionState } from "../../../src/events/ports.ts";
 import { type BatchEntry, renderBatch } from "../../../src/events/rules/batch-text.ts";
+import { TUNING_KNOBS } from "../../../src/serve/config/tuning.ts";
 import { FakeScheduler } from "../../helpers/fake-scheduler.ts";
 import { tmpDir } from "../../helpers/fixture.ts";
 import { waitFor } from "../../helpers/wait.ts";
@@ -75,7 +76,7 @@ async function setup(windowMs = 0, o: { backoffCapMs?: number; dir?: { path: str
   const session = new FakeSession(join(dir.path, "mcp-events.log"));
   const dropped: string[] = [];
   const clock = new FakeScheduler();
-  const coalescer = new Coalescer(session, store, windowMs, (entry) => dropped.push(String((entry.event as { eventId?: string }).eventId)), clock, o.backoffCapMs);
+  const coalescer = new Coalescer(session, store, windowMs, (entry) => dropped.push(String((entry.event as { eventId?: string }).eventId)), clock, o.backoffCapMs ?? TUNING_KNOBS.modelBackoffCapMs.default);
   const add = (id: string, action: "follow_up" | "steer" = "follow_up") => {
     store.tryAdd({ action, server: "s", name: "e", arguments: {}, event: { eventId: id, name: "e", data: { id } } });
     coalescer.kick();
@@ -163,6 +164,21 @@ test(`an event returned ${MAX_ATTEMPTS} times is dropped and reported`, async ()
   clock.advance(1000);
   await store.commit();
   expect(session.injected).toHaveLength(MAX_ATTEMPTS);
+  coalescer.stop();
+});
+
+test("a run aborted because its session is closing counts no attempt (a graceful exit is not the batch's fault)", async () => {
+  const { session, add, store, coalescer, until } = await setup();
+  add("survivor");
+  expect(await until(() => session.injected.length === 1)).toBe(true);
+  session.closed = true;
+  session.settle([], [session.injected[0]!.tag], "aborted");
+  expect(store.attemptsOf(1)).toBe(0);
+  // A client's abort of a run in an open session still counts.
+  session.closed = false;
+  expect(await until(() => session.injected.length === 2)).toBe(true);
+  session.settle([], [session.injected[1]!.tag], "aborted");
+  expect(store.attemptsOf(1)).toBe(1);
   coalescer.stop();
 });
 

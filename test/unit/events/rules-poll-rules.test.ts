@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { adoptCursor, backoffMs, nextPollDelayMs, parsePollResult } from "../../../src/events/rules/poll-rules.ts";
+import { adoptCursor, nextPollDelayMs, parsePollResult } from "../../../src/events/rules/poll-rules.ts";
 
 describe("parsePollResult", () => {
   test("a full result", () => {
@@ -101,19 +101,5 @@ describe("adoptCursor", () => {
   test("a cursor too long to store keeps the current one (storing it would fail every later write)", () => {
     expect(adoptCursor("keep", "c".repeat(65_537))).toBe("keep");
     expect(adoptCursor("keep", "c".repeat(65_536))).toBe("c".repeat(65_536));
-  });
-});
-
-describe("backoffMs", () => {
-  test("1 s doubling from attempt 0, capped", () => {
-    expect([0, 1, 2, 3, 4, 5, 6, 7].map((a) => backoffMs(a, 60_000))).toEqual([1000, 2000, 4000, 8000, 16_000, 32_000, 60_000, 60_000]);
-    expect(backoffMs(3, 5000)).toBe(5000);
-  });
-
-  test("safe for huge, negative and non-finite attempts", () => {
-    expect(backoffMs(1e9, 30_000)).toBe(30_000);
-    expect(backoffMs(Number.POSITIVE_INFINITY, 30_000)).toBe(30_000);
-    expect(backoffMs(-4, 30_000)).toBe(1000);
-    expect(backoffMs(Number.NaN, 30_000)).toBe(1000);
   });
 });

@@ -1,11 +1,10 @@
 // The supervision state machine of an MCP server (src/mcp/supervision.ts; serve.md §6 item 10):
 // pure transitions, the backoff (1 s doubling to 60 s, reset after 10 minutes up), what is reported.
 import { describe, expect, test } from "bun:test";
+import { SUPERVISION_BACKOFF } from "../../../src/shared/backoff.ts";
 import {
-  DEFAULT_BACKOFF,
   type LinkEvent,
   type Supervision,
-  backoffDelayMs,
   initialSupervision,
   nextSupervision,
   reportSupervision,
@@ -14,17 +13,10 @@ import {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 const run = (events: LinkEvent[], start: Supervision = initialSupervision(0)) =>
-  events.reduce((s, e) => nextSupervision(s, e, DEFAULT_BACKOFF), start);
+  events.reduce((s, e) => nextSupervision(s, e, SUPERVISION_BACKOFF), start);
 const MINUTE = 60_000;
 
 describe("MCP server supervision", () => {
-  test("the backoff doubles from 1 s and stops at 60 s", () => {
-    expect([0, 1, 2, 3, 4, 5, 6, 7, 50].map((n) => backoffDelayMs(n, DEFAULT_BACKOFF))).toEqual([
-      1000, 2000, 4000, 8000, 16000, 32000, 60000, 60000, 60000,
-    ]);
-    expect(backoffDelayMs(2, { initialMs: 10, capMs: 25, healthyMs: 1 })).toBe(25);
-  });
-
   test("a first attempt that fails waits 1 s, then each failure doubles the wait", () => {
     let s = run([{ type: "failed", at: 0, error: "refused" }]);
     expect(s.phase).toEqual({ kind: "waiting", since: 0, error: "refused", retryAt: 1000 });
@@ -60,17 +52,17 @@ describe("MCP server supervision", () => {
       { type: "failed", at: 1000, error: "y" },
       { type: "dropped", at: 1000, error: "y" },
     ] as LinkEvent[]) {
-      expect(nextSupervision(closed, e, DEFAULT_BACKOFF)).toBe(closed);
+      expect(nextSupervision(closed, e, SUPERVISION_BACKOFF)).toBe(closed);
     }
   });
 
   test("events that do not apply leave the state as it is", () => {
     const connected = run([{ type: "connected", at: 0 }]);
-    expect(nextSupervision(connected, { type: "attempt", at: 1 }, DEFAULT_BACKOFF)).toBe(connected);
-    expect(nextSupervision(connected, { type: "failed", at: 1, error: "late" }, DEFAULT_BACKOFF)).toBe(connected);
+    expect(nextSupervision(connected, { type: "attempt", at: 1 }, SUPERVISION_BACKOFF)).toBe(connected);
+    expect(nextSupervision(connected, { type: "failed", at: 1, error: "late" }, SUPERVISION_BACKOFF)).toBe(connected);
     const waiting = run([{ type: "failed", at: 0, error: "x" }]);
-    expect(nextSupervision(waiting, { type: "dropped", at: 1, error: "late" }, DEFAULT_BACKOFF)).toBe(waiting);
-    expect(nextSupervision(waiting, { type: "connected", at: 1 }, DEFAULT_BACKOFF)).toBe(waiting);
+    expect(nextSupervision(waiting, { type: "dropped", at: 1, error: "late" }, SUPERVISION_BACKOFF)).toBe(waiting);
+    expect(nextSupervision(waiting, { type: "connected", at: 1 }, SUPERVISION_BACKOFF)).toBe(waiting);
   });
 
   test("the report names the state, since when, the error and the time to the next attempt", () => {

@@ -7,7 +7,8 @@ import { describe, expect, test } from "bun:test";
 import { healthReport, type ServerState } from "../../../src/serve/daemon/health.ts";
 import { SessionRestarts } from "../../../src/serve/daemon/restarts.ts";
 import { planServe, parseServeArgs } from "../../../src/serve/flags.ts";
-import { RESTART_CAP_MS, RESTART_RESET_AFTER_MS, nextRestartDelay } from "../../../src/serve/restart-backoff.ts";
+import { nextRestart } from "../../../src/serve/restart-backoff.ts";
+import { SUPERVISION_BACKOFF } from "../../../src/shared/backoff.ts";
 import { SessionFaults } from "../../../src/serve/session-faults.ts";
 import { Session } from "../../../src/serve/session/session.ts";
 import type { TranscriptRecord } from "../../../src/serve/state/transcript.ts";
@@ -18,18 +19,19 @@ import { waitFor } from "../../helpers/wait.ts";
 describe("restart backoff", () => {
   test("1 s, doubling to 60 s; reset after 10 minutes up", () => {
     const delays: number[] = [];
-    let state: { lastDelayMs: number; startedAt: number } | undefined;
+    let state: { inARow: number; startedAt: number } | undefined;
     let now = 0;
     for (let i = 0; i < 9; i++) {
-      const d = nextRestartDelay(state, now);
-      delays.push(d);
-      now += d;
-      state = { lastDelayMs: d, startedAt: now };
+      const next = nextRestart(state, now);
+      delays.push(next.delayMs);
+      now += next.delayMs;
+      state = { inARow: next.inARow, startedAt: now };
       now += 5; // fails again soon after
     }
     expect(delays).toEqual([1000, 2000, 4000, 8000, 16000, 32000, 60000, 60000, 60000]);
-    expect(nextRestartDelay({ lastDelayMs: RESTART_CAP_MS, startedAt: 0 }, RESTART_RESET_AFTER_MS - 1)).toBe(RESTART_CAP_MS);
-    expect(nextRestartDelay({ lastDelayMs: RESTART_CAP_MS, startedAt: 0 }, RESTART_RESET_AFTER_MS)).toBe(1000);
+    const { capMs, healthyMs } = SUPERVISION_BACKOFF;
+    expect(nextRestart({ inARow: 8, startedAt: 0 }, healthyMs - 1).delayMs).toBe(capMs);
+    expect(nextRestart({ inARow: 8, startedAt: 0 }, healthyMs)).toEqual({ inARow: 0, delayMs: 1000 });
   });
 
   test("the scheduler reopens after the delay, retries a failed reopen with a longer one, and stops", async () => {
@@ -54,7 +56,7 @@ describe("restart backoff", () => {
     await waitFor(() => reopened.length === 2, { timeoutMs: 1000, label: "the second reopen" });
     expect(r.restartInMs("ev")).toBeUndefined();
     // Up 10 minutes: the next failure starts over at 1 s.
-    clock.advance(RESTART_RESET_AFTER_MS);
+    clock.advance(SUPERVISION_BACKOFF.healthyMs);
     expect(r.failed("ev")).toBe(1000);
     r.stop();
     expect(r.restartInMs("ev")).toBeUndefined();

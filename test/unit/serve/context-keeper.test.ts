@@ -67,12 +67,22 @@ describe("ContextKeeper", () => {
   });
 
   test("a failing or oversized summary falls back to a trim with a notice; the request still fits", async () => {
-    for (const answer of [new ModelError("http", "model HTTP 500", { status: 500 }), { text: "y".repeat(50_000), toolCalls: [] }]) {
+    for (const answer of [new ModelError("http", "model HTTP 400", { status: 400 }), { text: "y".repeat(50_000), toolCalls: [] }]) {
       const chat = scripted(() => answer as ModelTurn | Error);
       const { k, frames } = keeper(chat, blocks(6), [{ role: "user", text: "next" }]);
       const request = await k.request([], signal);
       expect(frames[0]!.summary).toMatch(/^\[vigil: \d+ earlier messages omitted to fit the model's context\]$/);
       expect(messagesTokens(request)).toBeLessThanOrEqual(budget.trigger);
+    }
+  });
+
+  test("an outage of the model during the summary request is passed on: no trim, no compaction frame", async () => {
+    const outages = [new ModelError("http", "model HTTP 503", { status: 503 }), new ModelError("connect", "connection refused"), new ModelError("timeout", "no answer")];
+    for (const outage of outages) {
+      const chat = scripted(() => outage);
+      const { k, frames } = keeper(chat, blocks(6), [{ role: "user", text: "next" }]);
+      await expect(k.request([], signal)).rejects.toBe(outage);
+      expect(frames).toHaveLength(0);
     }
   });
 

@@ -97,7 +97,7 @@ describe("HistoryFold (the rebuild after a restart)", () => {
   ];
 
   test("only runs that ended ok are rebuilt: failed, aborted and unfinished runs add nothing", () => {
-    const fold = new HistoryFold(null);
+    const fold = HistoryFold.after(null);
     const records = [
       ...run("r1", "ok", ["user", "batch 1"], ["assistant", "seen 1"]),
       ...run("r2", "failed", ["user", "batch 2"]),
@@ -112,14 +112,30 @@ describe("HistoryFold (the rebuild after a restart)", () => {
   });
 
   test("a compaction's summary comes first", () => {
-    const fold = new HistoryFold({ type: "compaction", summary: "earlier", from_seq: 1, to_seq: 10, seq: 20, time: "t" });
+    const fold = HistoryFold.after({ type: "compaction", summary: "earlier", from_seq: 1, to_seq: 10, seq: 20, time: "t" });
     for (const r of run("r6", "ok", ["user", "later"])) fold.add(r);
     expect(fold.blocks.map((b) => b.messages[0]!.text)).toEqual([summaryMessage("earlier").text, "later"]);
   });
 
+  test("a compaction met on the way applies only when it reaches further than the summary in hand", () => {
+    const fold = HistoryFold.after(null);
+    const first = run("r7", "ok", ["user", "one"], ["assistant", "a1"]);
+    const second = run("r8", "ok", ["user", "two"], ["assistant", "a2"]);
+    for (const r of [...first, ...second]) fold.add(r);
+    const older = rec({ type: "compaction", summary: "S1", from_seq: first[0]!.seq, to_seq: first.at(-1)!.seq });
+    fold.add(older);
+    expect(fold.messages().map((m) => m.text)).toEqual([summaryMessage("S1").text, "two", "a2"]);
+    // The same range again, or one that ends earlier (an older record met while rebuilding): nothing changes.
+    fold.add(rec({ type: "compaction", summary: "S0", from_seq: first[0]!.seq, to_seq: first[1]!.seq }));
+    fold.add(rec({ ...older, seq: undefined, time: undefined }));
+    expect(fold.messages().map((m) => m.text)).toEqual([summaryMessage("S1").text, "two", "a2"]);
+    fold.add(rec({ type: "compaction", summary: "S2", from_seq: first[0]!.seq, to_seq: second.at(-1)!.seq }));
+    expect(fold.messages().map((m) => m.text)).toEqual([summaryMessage("S2").text]);
+  });
+
   test("a malformed compaction record is ignored", () => {
-    expect(new HistoryFold({ type: "compaction", summary: 3, from_seq: 1, to_seq: 10, seq: 20, time: "t" }).blocks).toEqual([]);
-    expect(new HistoryFold({ type: "compaction", summary: "s", from_seq: 1, to_seq: 30, seq: 20, time: "t" }).blocks).toEqual([]);
+    expect(HistoryFold.after({ type: "compaction", summary: 3, from_seq: 1, to_seq: 10, seq: 20, time: "t" }).blocks).toEqual([]);
+    expect(HistoryFold.after({ type: "compaction", summary: "s", from_seq: 1, to_seq: 30, seq: 20, time: "t" }).blocks).toEqual([]);
   });
 });
 

@@ -17,15 +17,13 @@ describe("settleRun", () => {
     expect(r.delivered).toEqual(["a", "s1"]);
     expect(r.returned).toEqual(["s2"]);
     expect(r.requeue).toEqual([client("steer"), tagged("late")]);
-    expect(r.keptPrompt).toEqual([tagged("a"), client("hi")]);
   });
 
-  test("not succeeded: every batch handed to the run is returned and left out of the history", () => {
+  test("not succeeded: every batch handed to the run is returned", () => {
     const r = settleRun({ prompt: [tagged("a"), client("hi")], taken: [tagged("s1"), client("x")], steersSeen: 2, leftover: [], succeeded: false });
     expect(r.delivered).toEqual([]);
     expect(r.returned).toEqual(["a", "s1"]);
     expect(r.requeue).toEqual([]);
-    expect(r.keptPrompt).toEqual([client("hi")]);
   });
 
   test("steersSeen is clamped to what was taken", () => {

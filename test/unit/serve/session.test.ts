@@ -31,8 +31,9 @@ interface RunCtx {
 }
 type Script = (ctx: RunCtx) => Promise<RunOutcome>;
 
-/** The default run: run_start, a user message per prompt message, an assistant echo, run_end ok. */
+/** The default run: run_start, a user message per prompt message (and per steer, as run-loop.ts), an assistant echo, run_end ok. */
 async function echo({ req, emit }: RunCtx, extra: ChatMessage[] = [], steersSeen = 0): Promise<RunOutcome> {
+  for (const m of extra) if (m.role === "user") emit(messageFrame("user", m.text));
   const reply = `echo: ${[...req.prompt, ...extra].map((m) => m.text).join(" | ")}`;
   emit(messageFrame("assistant", reply));
   emit(runEndFrame(req.runId, "ok"));
