@@ -1,9 +1,9 @@
 /**
  * The one error boundary, and the dispatch it guards. `vigil` runs one `guarded(dispatch)`: the
  * argv is routed (_route.ts), then the chosen command runs and resolves with its exit status.
- * A VigilError — a refused flag included — prints one line (`vigil: <message>`, plus `hint:` when
- * there is one) and sets its exit code; anything else is a bug and exits 70 with its stack. citty
- * never prints errors itself (under Bun it would dump a source frame and always exit 1).
+ * A VigilError — a refused flag included — prints its message (`vigil: <line>` for each line, plus
+ * `hint:` when there is one) and sets its exit code; anything else is a bug and exits 70 with its
+ * stack. citty never prints errors itself (under Bun it would dump a source frame and always exit 1).
  */
 import { type CommandDef, type ParsedArgs, showUsage } from "citty";
 import { VERSION } from "../shared/build-info.ts";
@@ -14,7 +14,8 @@ import { routeArgv } from "./_route.ts";
 
 export function reportError(e: unknown): number {
   if (e instanceof VigilError) {
-    logLine(e.message);
+    // One problem a line (config_invalid lists several), each a "vigil: " line of its own.
+    for (const line of e.message.split("\n")) logLine(line);
     if (e.hint) logLine(`hint: ${e.hint}`);
     return e.exitCode;
   }

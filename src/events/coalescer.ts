@@ -24,7 +24,7 @@ import { errorMessage } from "../shared/errors.ts";
 import { throwAtSessionSeam } from "../shared/fault-seam.ts";
 import { logLine } from "../shared/log.ts";
 import { type Scheduler, type TimerHandle, realScheduler } from "../shared/time.ts";
-import { judgeReturned, MAX_ATTEMPTS, modelBackoffMs } from "./delivery-rules.ts";
+import { droppedError, judgeReturned, modelBackoffMs } from "./delivery-rules.ts";
 import type { EventsFrame, McpEventStatusDetail } from "./frames.ts";
 import { modelAvailableFrame, modelUnavailableFrame } from "./model-status.ts";
 import { type FaultReport, type InjectResult, type Injection, MODEL_UNAVAILABLE, type ReceivedListener, type RunSettled, type SessionState } from "./ports.ts";
@@ -165,13 +165,16 @@ export class Coalescer {
     // A run aborted because its session is closing (a graceful exit, the reaper, a contained
     // fault) is no fault of its batch: like an outage, it counts no attempt (serve.md §6 item 5).
     const closing = report.status === "aborted" && this.session.closed;
-    const verdict = judgeReturned(this.take(report.returned), (seq) => this.store.attemptsOf(seq), unavailable || closing);
+    // A batch that comes back from a run that succeeded was never put to the model (a steer taken
+    // after its last turn): nothing to count either; it goes into the next run.
+    const unseen = report.succeeded;
+    const verdict = judgeReturned(this.take(report.returned), (seq) => this.store.attemptsOf(seq), unavailable || closing || unseen);
     if (verdict.counted.size > 0) this.store.setAttempts(verdict.counted);
     for (const seq of verdict.dropped) {
       const entry = this.store.pending().find((e) => e.seq === seq);
       done.push(seq);
       if (entry !== undefined) {
-        const error = `dropped after ${MAX_ATTEMPTS} injections that never reached the model (last run: ${report.status})`;
+        const error = droppedError(report);
         logLine(`serve: events: ${entry.server}/${entry.name}: an event was ${error}`);
         this.dropped(entry, { kind: "dropped", event: entry.event as never, error });
       }

@@ -6,11 +6,13 @@
  * - A run that ended `model_unavailable` (the model never accepted the request) counts no
  *   attempt: its events are ready again and the session waits 1 s, doubling per consecutive
  *   outage run, up to the cap (VIGIL_MODEL_BACKOFF_CAP_MS), before the next batch.
- * - A run aborted because its session is closing counts no attempt either (the coalescer tells).
+ * - A run aborted because its session is closing counts no attempt either (the coalescer tells),
+ *   nor does a batch returned by a run that succeeded (a steer the model never saw).
  * - Any other return counts one attempt per event; the MAX_ATTEMPTS-th drops it.
  */
 
 import { doublingBackoffMs } from "../shared/backoff.ts";
+import type { RunSettled } from "./ports.ts";
 
 export const MAX_ATTEMPTS = 3;
 /** The first wait after a run found the model unavailable. */
@@ -42,4 +44,20 @@ export function judgeReturned(seqs: readonly number[], attemptsOf: (seq: number)
     else verdict.counted.set(seq, n);
   }
   return verdict;
+}
+
+/**
+ * The `dropped` status's error: the attempts, and what became of the last one, told from its run's
+ * report so that it is true for each way a batch comes back counted (the model refused the request
+ * and the run failed, a client aborted the run, or the run's transcript did not sync).
+ */
+export function droppedError(last: Pick<RunSettled, "status" | "succeeded" | "error">): string {
+  return `dropped after ${MAX_ATTEMPTS} attempts; the last run ${lastAttempt(last)}`;
+}
+
+function lastAttempt({ status, succeeded, error }: Pick<RunSettled, "status" | "succeeded" | "error">): string {
+  if (status === "failed") return `failed: ${error ?? "(no error given)"}`;
+  if (status === "aborted") return error === undefined ? "was aborted" : `was aborted: ${error}`;
+  // succeeded runs count no attempt (see judgeReturned), so what is left is a failed sync
+  return succeeded ? "ended" : "ended but its transcript could not be synced";
 }

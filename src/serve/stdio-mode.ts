@@ -5,7 +5,8 @@
  *
  * - A malformed line is answered with a `response` success:false (stored in the transcript like any
  *   other frame) and reading goes on; nothing a client sends ends the process. Every frame on
- *   stdout is in the transcript, but for the answers given once the transcript failed for good.
+ *   stdout is in the transcript, but for the answers given once the transcript failed for good
+ *   (and a get_transcript answer, stored as a stub of itself: session/transcript-answer.ts).
  * - Back-pressure: while more than OUT_HIGH_WATER bytes of frames wait for stdout, stdin is not
  *   read, so a client that stops reading its frames stops its own commands instead of growing our
  *   memory. (Frames of a run already in flight are still queued: a run's output is bounded.)
@@ -64,7 +65,8 @@ export async function runStdioMode(app: ServeApp, options: StdioModeOptions): Pr
     let session: Session;
     try {
       // Subscribed as it opens: frames of its event subscriptions may come before this resolves.
-      session = await app.openSession(options.session, { subscribe: (_record, json) => out.push(`${json}\n`) });
+      // The one client asked every command: it gets a get_transcript answer whole, not its stored stub.
+      session = await app.openSession(options.session, { subscribe: (_record, json, answerJson) => out.push(`${answerJson ?? json}\n`) });
     } catch (e) {
       await app.shutdown();
       await within(out.close(), FLUSH_ON_EXIT_MS);

@@ -43,8 +43,11 @@ function stripReceived(message: string): string {
  * ones are scrubbed too.
  */
 export function configError(source: string, problems: readonly string[], secrets: Iterable<string> = [], hint?: string): VigilError {
-  const shown = problems.slice(0, MAX_REPORTED_PROBLEMS).map((p) => `config ${source}: ${p}`);
-  const hidden = problems.length - shown.length;
+  // A value failing two checks of one pipe (0.5 for an integer from 1 to 64: not an integer, under
+  // the minimum) gives the same line twice: each problem is said once.
+  const distinct = [...new Set(problems)];
+  const shown = distinct.slice(0, MAX_REPORTED_PROBLEMS).map((p) => `config ${source}: ${p}`);
+  const hidden = distinct.length - shown.length;
   if (hidden > 0) shown.push(`config ${source}: (and ${hidden} more problem${hidden === 1 ? "" : "s"})`);
   return new VigilError("config_invalid", scrubText(new Scrubber(secrets).text(shown.join("\n"))), hint === undefined ? {} : { hint });
 }

@@ -24,12 +24,22 @@ export function logLine(message: string): void {
 
 /**
  * `VIGIL_LOG_LEVEL=debug` adds diagnostic lines (what a session read on open, compactions); the
- * default level (`info`, or unset) leaves them out. Read once, at the first debug line.
+ * default level (`info`, or unset) leaves them out. Read once, at the first debug line; serve
+ * refuses any other value at start (serve/config/tuning.ts), so here it only has to be read.
  */
+export const LOG_LEVELS = ["info", "debug"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** The level a `VIGIL_LOG_LEVEL` value names (case and surrounding blanks ignored); null for any other value. */
+export function parseLogLevel(raw: string): LogLevel | null {
+  const level = raw.trim().toLowerCase();
+  return (LOG_LEVELS as readonly string[]).includes(level) ? (level as LogLevel) : null;
+}
+
 let debug: boolean | null = null;
 
 export function debugEnabled(): boolean {
-  debug ??= (process.env.VIGIL_LOG_LEVEL ?? "").trim().toLowerCase() === "debug";
+  debug ??= parseLogLevel(process.env.VIGIL_LOG_LEVEL ?? "") === "debug";
   return debug;
 }
 

@@ -123,6 +123,8 @@ test("a poison batch (400) is dropped after 3 attempts, counted across a kill -9
   const second = StdioServe.start(cleanups, env);
   const dropped = await second.until(isStatus("dropped"), OUTAGE_WAIT_MS);
   expect((dropped.event as { eventId?: string }).eventId).toBe("poison-1");
+  // The model received the batch and refused it: the error says so, not that it never got it.
+  expect(String(dropped.error)).toStartWith(`dropped after ${MAX_ATTEMPTS} attempts; the last run failed: model HTTP 400`);
   await waitFor(() => pendingIds(env).length === 0, { timeoutMs: E2E_WAIT_MS, label: "the pending log drained" });
   // 400 is not retried by the client: one request per attempt, three in all across both processes.
   expect(env.model.requests.filter((r) => JSON.stringify(r.body ?? "").includes(MARK)).length).toBe(MAX_ATTEMPTS);

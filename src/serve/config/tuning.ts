@@ -2,7 +2,8 @@
  * The tuning knobs of serve.md "Tuning knobs": timings and bounds that tests and operators change
  * through the environment. Each value is a decimal integer (digits only: no sign, no exponent, no
  * unit) within the bounds below; unset or empty means the default. A bad value is a
- * VigilError("config_invalid") (exit 2) naming the variable, one line per bad variable.
+ * VigilError("config_invalid") (exit 2) naming the variable, one line per bad variable. Checked
+ * here too: `VIGIL_LOG_LEVEL` (info or debug) and reconnect initial wait ≤ its cap.
  *
  * The first nine are the spec's list; the rest are the other timings of serve.md §6 ("in the same
  * form when needed"): the healthy period that restores the re-discovery budget (10 min), the retry
@@ -12,6 +13,7 @@
  */
 import * as v from "valibot";
 import { VigilError } from "../../shared/errors.ts";
+import { LOG_LEVELS, parseLogLevel } from "../../shared/log.ts";
 import type { Env } from "./env.ts";
 
 interface Knob {
@@ -110,6 +112,27 @@ export function loadServeTuning(env: Env = process.env): ServeTuning {
     if (result.success) values[key] = result.output;
     else problems.push(`${knob.env}: ${result.issues[0].message} (got ${JSON.stringify(raw.slice(0, 32))})`);
   }
+  problems.push(...crossChecks(env, values));
   if (problems.length > 0) throw new VigilError("config_invalid", problems.join("\n"));
   return values as ServeTuning;
+}
+
+/**
+ * The checks that are not one integer's bounds: the log level (read by shared/log.ts, which has no
+ * way to refuse it) and a backoff whose first wait exceeds its cap (the cap would silently win).
+ */
+function crossChecks(env: Env, values: Partial<Record<TuningKnob, number>>): string[] {
+  const problems: string[] = [];
+  const level = env.VIGIL_LOG_LEVEL;
+  if (level !== undefined && level !== "" && parseLogLevel(level) === null) {
+    problems.push(`VIGIL_LOG_LEVEL: expected ${LOG_LEVELS.map((l) => JSON.stringify(l)).join(" or ")} (got ${JSON.stringify(level.slice(0, 32))})`);
+  }
+  const initial = values.mcpReconnectInitialMs;
+  const cap = values.mcpReconnectCapMs;
+  if (initial !== undefined && cap !== undefined && initial > cap) {
+    const i = TUNING_KNOBS.mcpReconnectInitialMs.env;
+    const c = TUNING_KNOBS.mcpReconnectCapMs.env;
+    problems.push(`${i} (${initial}) is larger than ${c} (${cap}): the first wait must not exceed the cap`);
+  }
+  return problems;
 }

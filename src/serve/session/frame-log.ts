@@ -53,8 +53,12 @@ export class FrameLog {
     }
   }
 
-  /** Appends and broadcasts; returns the stored record, or null when the transcript refused it. */
-  emit(frame: FrameBody): TranscriptRecord | null {
+  /**
+   * Appends and broadcasts; returns the stored record, or null when the transcript refused it.
+   * `answer`: the frame is the stored stub of a larger answer (transcript-answer.ts); listeners get
+   * the answer's line as a third argument.
+   */
+  emit(frame: FrameBody, answer?: (stored: TranscriptRecord) => { json: string }): TranscriptRecord | null {
     let stored: { record: TranscriptRecord; json: string };
     try {
       stored = this.transcript.appendFrame(frame as unknown as { type: string; [key: string]: unknown });
@@ -70,10 +74,11 @@ export class FrameLog {
       return null;
     }
     this.onStored(stored.record);
+    const answerJson = answer === undefined || this.listeners.size === 0 ? undefined : answer(stored.record).json;
     for (const listener of [...this.listeners]) {
       if (!this.listeners.has(listener)) continue;
       try {
-        listener(stored.record, stored.json);
+        listener(stored.record, stored.json, answerJson);
       } catch {
         this.listeners.delete(listener);
       }

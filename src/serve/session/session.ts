@@ -3,7 +3,8 @@
  * the follow-up and steer lines, and at most one run in flight, executed by an injected `Runner`.
  *
  * - Every frame (command responses included) is stored in the transcript, which numbers it, and then
- *   broadcast to subscribers. Every command gets exactly one `response`.
+ *   broadcast to subscribers (a get_transcript page as a stub: transcript-answer.ts). Every command
+ *   gets exactly one `response`.
  * - Runs: one at a time. When a run ends and follow-ups are queued, the next run starts with all of
  *   them (one user message each). After each run the transcript is synced; the run succeeded only
  *   when its status is ok and that sync resolved.
@@ -28,6 +29,7 @@ import { type PendingItem, Queues } from "./queues.ts";
 import { DeliveryReports, injectedItem } from "./delivery-reports.ts";
 import { DEFAULT_CLOSE_TIMEOUT_MS, FrameNotStoredError, SessionClosedError, eventsNotEnabled, normalizeOutcome } from "./session-support.ts";
 import { settleRun } from "./settle.ts";
+import { type StoreAnswer, planStore } from "./transcript-answer.ts";
 import type {
   EventsHandler, EventsSession, FrameListener, InjectResult, Injection,
   ReceivedListener, RunOutcome, RunSettled, RunSettledListener, Runner, SessionOptions, SessionState, SessionStateData,
@@ -181,9 +183,13 @@ export class Session implements EventsSession {
    * only when nothing can be stored any more: the session is closed or its transcript failed.
    */
   respond(response: ResponseFrame): StoredResponse {
-    const stored = this.closed ? null : (this.store(response) as StoredResponse | null);
+    // A get_transcript page is stored as a stub; the asker gets it whole (transcript-answer.ts).
+    const plan = planStore(response);
+    const answer = "answer" in plan ? plan.answer : undefined;
+    const record = this.closed || "refused" in plan ? null : this.store(plan.frame, answer);
+    const stored = (record !== null && answer !== undefined ? answer(record).record : record) as StoredResponse | null;
     if (stored !== null || this.closed || this.transcript.failed !== null) return stored ?? response;
-    const why = `the response could not be stored: ${errorMessage(this.frames.lastError)}; ask for fewer frames`;
+    const why = "refused" in plan ? plan.refused : `the response could not be stored: ${errorMessage(this.frames.lastError)}; ask for fewer frames`;
     const tooLarge = errorResponse(response.id, response.command, "response_too_large", why);
     return (this.store(tooLarge) as StoredResponse | null) ?? tooLarge;
   }
@@ -223,8 +229,8 @@ export class Session implements EventsSession {
     this.activity = this.now();
   }
 
-  private store(frame: FrameBody) {
-    const record = this.frames.emit(frame);
+  private store(frame: FrameBody, answer?: StoreAnswer) {
+    const record = this.frames.emit(frame, answer);
     if (record !== null) this.touch();
     // Nothing more of this session can be recorded: stop the run rather than let it call tools.
     else if (this.transcript.failed && this.run !== null && !this.run.controller.signal.aborted) {

@@ -70,8 +70,12 @@ export type {
 } from "../../events/ports.ts";
 export type { EventsCommand } from "../../events/commands.ts";
 
-/** Receives every stored frame (with its seq and time) and its exact JSON line (no newline). */
-export type FrameListener = (frame: TranscriptRecord, json: string) => void;
+/**
+ * Receives every stored frame (with its seq and time) and its exact JSON line (no newline). When the
+ * stored frame is the stub of a `get_transcript` answer, `answerJson` is the whole answer's line
+ * with the same seq: what the asker gets (stdio mode writes it; a stream of another client does not).
+ */
+export type FrameListener = (frame: TranscriptRecord, json: string, answerJson?: string) => void;
 
 /**
  * Answers the `mcp_events_*` commands; the session stores and broadcasts the response. Wider than

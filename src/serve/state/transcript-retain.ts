@@ -10,7 +10,9 @@ export function parseRetainBytes(raw: string | undefined): number {
   if (raw === undefined) return TRANSCRIPT_DEFAULTS.retainBytes;
   const n = /^[0-9]{1,16}$/.test(raw) ? Number(raw) : Number.NaN;
   if (!Number.isSafeInteger(n)) {
-    throw usageError(`--transcript-retain-bytes: expected a whole number of bytes (default ${TRANSCRIPT_DEFAULTS.retainBytes}; 0 keeps only the live segment)`);
+    throw usageError(
+      `--transcript-retain-bytes: expected a whole number of bytes from 0 to ${Number.MAX_SAFE_INTEGER} (default ${TRANSCRIPT_DEFAULTS.retainBytes}; 0 keeps only the live segment)`,
+    );
   }
   return n;
 }

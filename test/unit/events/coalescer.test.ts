@@ -182,6 +182,19 @@ test("a run aborted because its session is closing counts no attempt (a graceful
   coalescer.stop();
 });
 
+test("a batch returned by a run that succeeded without seeing it (a steer after its last turn) counts no attempt and goes again", async () => {
+  const { session, add, store, dropped, coalescer, until } = await setup();
+  add("late-steer");
+  for (let round = 1; round <= MAX_ATTEMPTS + 1; round++) {
+    expect(await until(() => session.injected.length === round)).toBe(true);
+    session.settle([], [session.injected[round - 1]!.tag], "ok");
+    expect(store.attemptsOf(1)).toBe(0);
+  }
+  expect(dropped).toEqual([]);
+  expect(store.pendingCount).toBe(1);
+  coalescer.stop();
+});
+
 test(`a batch carries at most ${MAX_BATCH} events; the rest follow in the next`, async () => {
   const { session, add, coalescer, until } = await setup();
   for (let i = 0; i < MAX_BATCH + 7; i++) add(`many-${i}`);

@@ -6,7 +6,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { appendFileSync, readFileSync, statSync } from "node:fs";
-import { MAX_ATTEMPTS, MODEL_BACKOFF_START_MS, judgeReturned, modelBackoffMs } from "../../../src/events/delivery-rules.ts";
+import { MAX_ATTEMPTS, MODEL_BACKOFF_START_MS, droppedError, judgeReturned, modelBackoffMs } from "../../../src/events/delivery-rules.ts";
 import type { EventsStoreOptions } from "../../../src/events/store/events-store.ts";
 import type { PendingEntry } from "../../../src/events/types.ts";
 import { logFile, storeHarness } from "../../helpers/events-store.ts";
@@ -39,6 +39,20 @@ describe("attempt accounting of a returned batch", () => {
 
   test(`any other return counts one attempt; the ${MAX_ATTEMPTS}rd drops the event`, () => {
     expect(judgeReturned([1, 2], of, false)).toEqual({ counted: new Map([[1, 1]]), dropped: [2] });
+  });
+});
+
+describe("the error of a dropped event says what became of its last attempt", () => {
+  test("a refused request, a client abort, a failed sync", () => {
+    expect(droppedError({ status: "failed", succeeded: false, error: "model HTTP 400: bad request" })).toBe(
+      `dropped after ${MAX_ATTEMPTS} attempts; the last run failed: model HTTP 400: bad request`,
+    );
+    expect(droppedError({ status: "aborted", succeeded: false, error: "aborted by the client" })).toBe(
+      `dropped after ${MAX_ATTEMPTS} attempts; the last run was aborted: aborted by the client`,
+    );
+    expect(droppedError({ status: "ok", succeeded: false })).toBe(`dropped after ${MAX_ATTEMPTS} attempts; the last run ended but its transcript could not be synced`);
+    // Never the old claim, which was false for a model that received the batch and refused it.
+    expect(droppedError({ status: "failed", succeeded: false })).not.toContain("never reached the model");
   });
 });
 

@@ -45,9 +45,17 @@ describe("serve tuning knobs", () => {
     expect(tuning.pollFloorMs).toBe(50);
     expect(tuning.shutdownGraceMs).toBe(0);
     expect(tuning.coalesceMs).toBe(2000);
+    // The reconnect pair must stay ordered (first wait ≤ cap): each end of one is tried with the
+    // other as close as its own range allows.
+    const { mcpReconnectInitialMs: initial, mcpReconnectCapMs: cap } = TUNING_KNOBS;
+    const alone = (env: string, value: number): Record<string, string> => {
+      if (env === initial.env) return { [env]: String(value), [cap.env]: String(value) };
+      if (env === cap.env) return { [env]: String(value), [initial.env]: String(Math.min(value, initial.max)) };
+      return { [env]: String(value) };
+    };
     for (const [key, knob] of Object.entries(TUNING_KNOBS)) {
-      expect(loadServeTuning({ [knob.env]: String(knob.max) })[key as keyof typeof TUNING_KNOBS]).toBe(knob.max);
-      expect(loadServeTuning({ [knob.env]: String(knob.min) })[key as keyof typeof TUNING_KNOBS]).toBe(knob.min);
+      expect(loadServeTuning(alone(knob.env, knob.max))[key as keyof typeof TUNING_KNOBS]).toBe(knob.max);
+      expect(loadServeTuning(alone(knob.env, knob.min))[key as keyof typeof TUNING_KNOBS]).toBe(knob.min);
     }
   });
 
@@ -80,5 +88,19 @@ describe("serve tuning knobs", () => {
     expect(lines).toHaveLength(2);
     expect(lines[0]).toBe('VIGIL_EVENTS_COALESCE_MS: expected an integer from 0 to 3600000 (got "soon")');
     expect(lines[1]).toStartWith("VIGIL_EVENTS_WEBHOOK_TTL_MS: expected an integer from 100 to 604800000");
+  });
+
+  test("VIGIL_LOG_LEVEL: info or debug, any case; anything else is refused naming it", () => {
+    for (const ok of ["info", "debug", "DEBUG", " Info ", ""]) expect(() => loadServeTuning({ VIGIL_LOG_LEVEL: ok })).not.toThrow();
+    expect(refusal({ VIGIL_LOG_LEVEL: "verbose" }).message).toBe('VIGIL_LOG_LEVEL: expected "info" or "debug" (got "verbose")');
+  });
+
+  test("a reconnect first wait over its cap is refused naming both; equal is fine", () => {
+    expect(refusal({ VIGIL_MCP_RECONNECT_INITIAL_MS: "120000" }).message).toBe(
+      "VIGIL_MCP_RECONNECT_INITIAL_MS (120000) is larger than VIGIL_MCP_RECONNECT_CAP_MS (60000): the first wait must not exceed the cap",
+    );
+    expect(loadServeTuning({ VIGIL_MCP_RECONNECT_INITIAL_MS: "500", VIGIL_MCP_RECONNECT_CAP_MS: "500" }).mcpReconnectCapMs).toBe(500);
+    // A cap that is itself bad is reported as such, not compared.
+    expect(refusal({ VIGIL_MCP_RECONNECT_INITIAL_MS: "5000", VIGIL_MCP_RECONNECT_CAP_MS: "x" }).message.split("\n")).toHaveLength(1);
   });
 });

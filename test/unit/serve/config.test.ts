@@ -138,6 +138,17 @@ describe("refusals name the path", () => {
     test(name, () => expect(refusal(doc)).toContain(expected));
   }
 
+  test("a value failing two checks of its pipe is said once", () => {
+    const message = refusal(mutate((c) => {
+      c.model.max_turns = 0.5;
+      c.model.timeout_ms = 1.5;
+    }));
+    expect(message.split("\n").sort()).toEqual([
+      "config t.json: model.max_turns: expected an integer from 1 to 64",
+      "config t.json: model.timeout_ms: expected an integer from 1 to 3600000",
+    ]);
+  });
+
   test("every problem gets its own line", () => {
     const message = refusal(mutate((c) => {
       c.extra = 1;
