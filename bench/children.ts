@@ -34,6 +34,15 @@ for (const [name, signo] of [["SIGINT", 2], ["SIGTERM", 15], ["SIGHUP", 1]] as c
   });
 }
 
+/** Ends the harness (exit 1, so every group is killed) unless the run is done within `ms`; returns what calls that off. */
+export function exitUnlessDoneWithin(ms: number): () => void {
+  const timer = setTimeout(() => {
+    process.stderr.write(`bench: the run did not finish within ${ms / 1000} s; stopping\n`);
+    process.exit(1);
+  }, ms);
+  return () => clearTimeout(timer);
+}
+
 /** `p`, or a rejection once `ms` have passed. */
 export function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: ReturnType<typeof setTimeout>;

@@ -50,23 +50,20 @@
  * (errors, SIGINT/SIGTERM/SIGHUP, an overall deadline: 290 s plus each to-the-model run's bound) and
  * the temporary directory is removed.
  */
-import { closeSync, existsSync, fstatSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { availableParallelism, loadavg, release, tmpdir } from "node:os";
+import { closeSync, existsSync, fstatSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { type MockModel, type RecordedRequest, startMockModel } from "../../test/fixtures/mock-model.ts";
-import { writeResultsSection } from "../results-file.ts";
-import { cpuModel, fmt, median, mib, table, runBench } from "../report.ts";
+import { RESULTS_FILE, writeResultsSection } from "../results-file.ts";
+import { fmt, median, mib, table, runBench } from "../report.ts";
+import { VIGIL, machine, vigilPresent } from "../vigil-under-test.ts";
 import { type Memory, cpuMsOf, memoryOf, selfCpuMs } from "../proc.ts";
-import { type Child, type LineHandler, spawnChild, stop, until, waitLine, waitStderr } from "../children.ts";
+import { type Child, exitUnlessDoneWithin, type LineHandler, spawnChild, stop, until, waitLine, waitStderr } from "../children.ts";
 
 const ROOT = resolve(import.meta.dir, "../..");
 const BUN = process.execPath;
-/** The binary under test: dist/vigil, or $VIGIL_BIN. */
-const VIGIL = process.env.VIGIL_BIN ? resolve(process.env.VIGIL_BIN) : join(ROOT, "dist/vigil");
-const VIGIL_LABEL = process.env.VIGIL_BIN ? `VIGIL_BIN=${VIGIL}` : "dist/vigil";
 const FIXTURE = join(ROOT, "test/fixtures/servers/events-fixture.ts");
 const BASELINE = join(import.meta.dir, "baseline.ts");
-const RESULTS = join(ROOT, "bench/RESULTS.md");
 
 const DEADLINE_MS = 290_000;
 const START_MS = 20_000;
@@ -797,17 +794,6 @@ async function pushProbe(): Promise<ProbeResult> {
 
 const pct = (x: number) => (Number.isFinite(x) ? `${fmt(x * 100)} %` : "—");
 
-function machine(): string {
-  const cpu = cpuModel();
-  const version = Bun.spawnSync([VIGIL, "--version"]).stdout.toString().trim();
-  const built = new Date(statSync(VIGIL).mtimeMs).toISOString().slice(0, 16).replace("T", " ");
-  // A binary from elsewhere (VIGIL_BIN) is not this tree's build: name it, not the tree.
-  if (process.env.VIGIL_BIN) return `${availableParallelism()} CPUs (nproc), ${cpu}, Linux ${release()}, Bun ${Bun.version}, vigil ${version} (${VIGIL_LABEL}, built ${built} UTC)`;
-  const dirty = Bun.spawnSync(["git", "-C", ROOT, "status", "--porcelain", "--", "src"]).stdout.toString().trim() !== "";
-  const head = Bun.spawnSync(["git", "-C", ROOT, "rev-parse", "--short=12", "HEAD"]).stdout.toString().trim() || "unknown";
-  return `${availableParallelism()} CPUs (nproc), ${cpu}, Linux ${release()}, Bun ${Bun.version}, vigil ${version} (dist/vigil built ${built} UTC from tree ${head}${dirty ? " + uncommitted changes in src/" : ""})`;
-}
-
 
 interface Results {
   date: string;
@@ -1057,16 +1043,10 @@ async function main(): Promise<number> {
   const o = parseOptions(process.argv.slice(2));
   profileDir = o.profile;
   if (profileDir !== null) mkdirSync(profileDir, { recursive: true });
-  if (!existsSync(VIGIL)) {
-    process.stderr.write(`bench: ${VIGIL} is missing; build it first (make build)${process.env.VIGIL_BIN ? " or fix VIGIL_BIN" : ""}\n`);
-    return 2;
-  }
+  if (!vigilPresent()) return 2;
   const modelRuns = o.phases.has("model") ? o.rounds * SETUPS.filter((s) => s.target === "model").length : 0;
   const deadlineMs = DEADLINE_MS + modelRuns * modelRunMs(o.modelEvents);
-  const deadline = setTimeout(() => {
-    process.stderr.write(`bench: the run did not finish within ${deadlineMs / 1000} s; stopping\n`);
-    process.exit(1);
-  }, deadlineMs);
+  const runDone = exitUnlessDoneWithin(deadlineMs);
   const began = performance.now();
   const loadStart = loadavg()[0]!.toFixed(2);
   tempRoot = mkdtempSync(join(tmpdir(), "vigil-bench-events-"));
@@ -1099,7 +1079,7 @@ async function main(): Promise<number> {
       }
     }
   }
-  clearTimeout(deadline);
+  runDone();
 
   const results: Results = {
     date: new Date().toISOString().slice(0, 10),
@@ -1115,7 +1095,7 @@ async function main(): Promise<number> {
   process.stdout.write(`${textSummary(results)}\n\n${section}\n`);
   if (o.write) {
     writeResultsSection("events", section);
-    process.stderr.write(`written: ${RESULTS} (bench:events section)\n`);
+    process.stderr.write(`written: ${RESULTS_FILE} (bench:events section)\n`);
   }
   return 0;
 }

@@ -41,7 +41,8 @@ import { join, resolve } from "node:path";
 import { writeResultsSection } from "../results-file.ts";
 import { cpuModel, fmt, median, mib, table, runBench } from "../report.ts";
 import { type Memory, cpuMsOf, memoryOf, selfCpuMs } from "../proc.ts";
-import { type Child, spawnChild, stop, until, waitLine, waitStderr, within } from "../children.ts";
+import { type Child, exitUnlessDoneWithin, spawnChild, stop, until, waitLine, waitStderr, within } from "../children.ts";
+import { SseStream } from "../sse-stream.ts";
 
 const ROOT = resolve(import.meta.dir, "../..");
 const VIGIL = join(ROOT, "dist/vigil");
@@ -148,50 +149,47 @@ const EVENT = Buffer.from("event: frame\n");
 
 class SseClient {
   frames = 0;
-  attached = false;
-  closed = false;
   lastAt = 0;
   firstSeq: number | null = null;
   lastSeq: number | null = null;
-  error: string | null = null;
   private carry = Buffer.alloc(0);
   private text = "";
-  private readonly abort = new AbortController();
+  private readonly stream: SseStream;
 
   constructor(
     url: string,
     private readonly check: boolean,
   ) {
-    void this.pump(url);
+    this.stream = new SseStream(url, (chunk) => this.count(chunk));
+  }
+
+  get attached(): boolean {
+    return this.stream.attached;
+  }
+
+  get closed(): boolean {
+    return this.stream.closed;
+  }
+
+  get error(): string | null {
+    return this.stream.error;
   }
 
   close(): void {
-    this.abort.abort();
+    this.stream.close();
   }
 
-  private async pump(url: string): Promise<void> {
-    try {
-      const res = await fetch(url, { signal: this.abort.signal });
-      if (res.status !== 200 || res.body === null) throw new Error(`HTTP ${res.status}`);
-      for await (const chunk of res.body) {
-        this.attached = true;
-        const buf = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-        let n = this.straddling(buf);
-        for (let at = buf.indexOf(EVENT); at !== -1; at = buf.indexOf(EVENT, at + EVENT.length)) n++;
-        const tail = buf.length >= EVENT.length - 1 ? buf : Buffer.concat([this.carry, buf]);
-        this.carry = Buffer.from(tail.subarray(Math.max(0, tail.length - (EVENT.length - 1))));
-        if (n > 0) {
-          this.frames += n;
-          this.lastAt = performance.now();
-        }
-        if (this.check) this.seqs(buf);
-      }
-    } catch (e) {
-      // aborted, or the server ended the stream
-      if (!this.abort.signal.aborted) this.error = e instanceof Error ? e.message : String(e);
-    } finally {
-      this.closed = true;
+  private count(chunk: Uint8Array): void {
+    const buf = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    let n = this.straddling(buf);
+    for (let at = buf.indexOf(EVENT); at !== -1; at = buf.indexOf(EVENT, at + EVENT.length)) n++;
+    const tail = buf.length >= EVENT.length - 1 ? buf : Buffer.concat([this.carry, buf]);
+    this.carry = Buffer.from(tail.subarray(Math.max(0, tail.length - (EVENT.length - 1))));
+    if (n > 0) {
+      this.frames += n;
+      this.lastAt = performance.now();
     }
+    if (this.check) this.seqs(buf);
   }
 
   /** Matches that start in the previous chunk's tail and end in this chunk. */
@@ -463,10 +461,7 @@ async function main(): Promise<number> {
     process.stderr.write("bench: dist/vigil is missing; build it first (bun scripts/build.ts --host)\n");
     return 2;
   }
-  const deadline = setTimeout(() => {
-    process.stderr.write(`bench: the run did not finish within ${DEADLINE_MS / 1000} s; stopping\n`);
-    process.exit(1);
-  }, DEADLINE_MS);
+  const runDone = exitUnlessDoneWithin(DEADLINE_MS);
   const began = performance.now();
   const loadStart = loadavg()[0]!.toFixed(2);
   tempRoot = mkdtempSync(join(tmpdir(), "vigil-bench-serve-"));
@@ -502,7 +497,7 @@ async function main(): Promise<number> {
   const fanExit = await stop(vigil.child);
   await stop(baseline.child);
   await stop(mock);
-  clearTimeout(deadline);
+  runDone();
 
   const results: Results = {
     date: new Date().toISOString().slice(0, 10),

@@ -50,23 +50,21 @@
  * that grows with N, each settling by 15 s, the whole run by their sum); everything is killed on every way out (errors,
  * SIGINT/SIGTERM/SIGHUP) and the temporary directory is removed.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { availableParallelism, loadavg, release, tmpdir } from "node:os";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { type MockModel, startMockModel } from "../../test/fixtures/mock-model.ts";
-import { writeResultsSection } from "../results-file.ts";
-import { cpuModel, fmt, mib, table, runBench } from "../report.ts";
+import { RESULTS_FILE, writeResultsSection } from "../results-file.ts";
+import { fmt, mib, table, runBench } from "../report.ts";
+import { SseStream } from "../sse-stream.ts";
+import { VIGIL, host, machine, vigilPresent } from "../vigil-under-test.ts";
 import { Checkpoints, type Reading, SETTLE_MAX_MS, settledReading } from "./settle.ts";
-import { type Child, spawnChild, stop, until, waitLine, waitStderr } from "../children.ts";
+import { type Child, exitUnlessDoneWithin, spawnChild, stop, until, waitLine, waitStderr } from "../children.ts";
 
 const ROOT = resolve(import.meta.dir, "../..");
 const BUN = process.execPath;
-/** The binary under test: dist/vigil, or $VIGIL_BIN. */
-const VIGIL = process.env.VIGIL_BIN ? resolve(process.env.VIGIL_BIN) : join(ROOT, "dist/vigil");
-const VIGIL_LABEL = process.env.VIGIL_BIN ? `VIGIL_BIN=${VIGIL}` : "dist/vigil";
 const FIXTURE = join(ROOT, "test/fixtures/servers/events-fixture.ts");
 const BASELINE = join(import.meta.dir, "baseline.ts");
-const RESULTS = join(ROOT, "bench/RESULTS.md");
 
 const SESSION = "soak";
 const EVENT_NAME = "ticket.updated";
@@ -324,44 +322,39 @@ class FrameReader {
   events = 0;
   subscribed = 0;
   errors = 0;
-  closed = false;
-  attached = false;
   private carry = "";
-  private readonly abort = new AbortController();
+  private readonly decoder = new TextDecoder();
+  private readonly stream: SseStream;
 
   constructor(url: string) {
-    void this.pump(url);
+    this.stream = new SseStream(url, (chunk) => this.count(chunk));
+  }
+
+  get attached(): boolean {
+    return this.stream.attached;
+  }
+
+  get closed(): boolean {
+    return this.stream.closed;
   }
 
   close(): void {
-    this.abort.abort();
+    this.stream.close();
   }
 
-  private async pump(url: string): Promise<void> {
-    try {
-      const res = await fetch(url, { signal: this.abort.signal });
-      if (res.status !== 200 || res.body === null) throw new Error(`HTTP ${res.status}`);
-      const decoder = new TextDecoder();
-      for await (const chunk of res.body) {
-        this.attached = true;
-        const text = this.carry + decoder.decode(chunk, { stream: true });
-        const end = text.lastIndexOf("\n");
-        this.carry = text.slice(end + 1);
-        if (end === -1) continue;
-        for (const line of text.slice(0, end).split("\n")) {
-          if (!line.startsWith("data: ")) continue;
-          const head = line.slice(0, 120);
-          if (head.includes('"type":"mcp_event",')) this.events++;
-          else if (head.includes('"type":"mcp_event_status"')) {
-            if (line.includes('"kind":"subscribed"')) this.subscribed++;
-            else if (line.includes('"kind":"error"')) this.errors++;
-          }
-        }
+  private count(chunk: Uint8Array): void {
+    const text = this.carry + this.decoder.decode(chunk, { stream: true });
+    const end = text.lastIndexOf("\n");
+    this.carry = text.slice(end + 1);
+    if (end === -1) return;
+    for (const line of text.slice(0, end).split("\n")) {
+      if (!line.startsWith("data: ")) continue;
+      const head = line.slice(0, 120);
+      if (head.includes('"type":"mcp_event",')) this.events++;
+      else if (head.includes('"type":"mcp_event_status"')) {
+        if (line.includes('"kind":"subscribed"')) this.subscribed++;
+        else if (line.includes('"kind":"error"')) this.errors++;
       }
-    } catch {
-      // aborted, or the daemon ended the stream
-    } finally {
-      this.closed = true;
     }
   }
 }
@@ -629,33 +622,15 @@ function render(r: Results): string {
   return L.join("\n");
 }
 
-function machine(): string {
-  const cpu = cpuModel();
-  const version = Bun.spawnSync([VIGIL, "--version"]).stdout.toString().trim();
-  const built = new Date(statSync(VIGIL).mtimeMs).toISOString().slice(0, 16).replace("T", " ");
-  const prefix = `${availableParallelism()} CPUs (nproc), ${cpu}, Linux ${release()}, Bun ${Bun.version}, vigil ${version}`;
-  // A binary from elsewhere (VIGIL_BIN) is not this tree's build: name it, not the tree.
-  if (process.env.VIGIL_BIN) return `${prefix} (${VIGIL_LABEL}, built ${built} UTC)`;
-  const dirty = Bun.spawnSync(["git", "-C", ROOT, "status", "--porcelain", "--", "src"]).stdout.toString().trim() !== "";
-  const head = Bun.spawnSync(["git", "-C", ROOT, "rev-parse", "--short=12", "HEAD"]).stdout.toString().trim() || "unknown";
-  return `${prefix} (dist/vigil built ${built} UTC from tree ${head}${dirty ? " + uncommitted changes in src/" : ""})`;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Main
 
 async function main(): Promise<number> {
   const o = parseOptions(process.argv.slice(2));
-  if (o.setups.has("vigil") && !existsSync(VIGIL)) {
-    process.stderr.write(`bench: ${VIGIL} is missing; build it first (make build)${process.env.VIGIL_BIN ? " or fix VIGIL_BIN" : ""}\n`);
-    return 2;
-  }
+  if (o.setups.has("vigil") && !vigilPresent()) return 2;
   const budget = (o.phases.has("poll") ? pollBudgetMs(o.polls) + PHASE_READINGS_MS : 0) + (o.phases.has("push") ? pushBudgetMs(o.events) + PHASE_READINGS_MS : 0);
   const deadlineMs = 60_000 + budget * o.setups.size;
-  const deadline = setTimeout(() => {
-    process.stderr.write(`bench: the run did not finish within ${deadlineMs / 1000} s; stopping\n`);
-    process.exit(1);
-  }, deadlineMs);
+  const runDone = exitUnlessDoneWithin(deadlineMs);
   const began = performance.now();
   const loadStart = loadavg()[0]!.toFixed(2);
   tempRoot = mkdtempSync(join(tmpdir(), "vigil-bench-soak-"));
@@ -663,11 +638,11 @@ async function main(): Promise<number> {
   const vigil = o.setups.has("vigil") ? await vigilRun(o) : null;
   const baseline: PhaseResult[] = [];
   if (o.setups.has("baseline")) for (const kind of ["poll", "push"] as const) if (o.phases.has(kind)) baseline.push(await baselineRun(kind, kind === "poll" ? o.polls : o.events));
-  clearTimeout(deadline);
+  runDone();
 
   const results: Results = {
     date: new Date().toISOString().slice(0, 10),
-    machine: o.setups.has("vigil") || existsSync(VIGIL) ? machine() : `${availableParallelism()} CPUs (nproc), ${cpuModel()}, Linux ${release()}, Bun ${Bun.version}`,
+    machine: o.setups.has("vigil") || existsSync(VIGIL) ? machine() : host(),
     o,
     vigil,
     baseline,
@@ -679,7 +654,7 @@ async function main(): Promise<number> {
   process.stdout.write(`${section}\n\nsoak: ${verdictLine(v)}\n`);
   if (o.write) {
     writeResultsSection("soak", section);
-    process.stderr.write(`written: ${RESULTS} (bench:soak section)\n`);
+    process.stderr.write(`written: ${RESULTS_FILE} (bench:soak section)\n`);
   }
   return 0;
 }

@@ -39,6 +39,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, w
 import { availableParallelism, loadavg, release, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
+import { exitUnlessDoneWithin } from "../children.ts";
 import { writeResultsSection } from "../results-file.ts";
 
 const ROOT = resolve(import.meta.dir, "../..");
@@ -1017,10 +1018,7 @@ async function main(): Promise<number> {
     process.stderr.write("bench: dist/vigil is missing; build it first (make build, or bun scripts/build.ts --host)\n");
     return 2;
   }
-  const deadline = setTimeout(() => {
-    process.stderr.write(`bench: the run did not finish within ${DEADLINE_MS / 1000} s; stopping\n`);
-    process.exit(1);
-  }, DEADLINE_MS);
+  const stopDeadline = exitUnlessDoneWithin(DEADLINE_MS);
   tempRoot = mkdtempSync(join(tmpdir(), "vigil-bench-"));
   const began = performance.now();
   const got: Collected = { latency: new Map(), throughput: new Map(), large: new Map() };
@@ -1036,7 +1034,7 @@ async function main(): Promise<number> {
     }
   }
   const seconds = (performance.now() - began) / 1000;
-  clearTimeout(deadline);
+  stopDeadline();
 
   const { tables, targets } = report(c, got);
   const m = machine();

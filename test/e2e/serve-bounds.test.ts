@@ -10,44 +10,24 @@
 import { describe, expect, test } from "bun:test";
 import { createServer } from "node:net";
 import { writeFileSync } from "node:fs";
-import { VIGIL_BIN } from "../helpers/bin.ts";
 import { E2E_WAIT_MS, e2eSuite } from "../helpers/e2e.ts";
-import { type EventsEnv, EVENTS_SESSION, eventsEnvironment, httpServer, inBatch, isEventFrame, isStatus, waitRuns } from "../helpers/events-serve.ts";
-import { LineClient } from "../helpers/fixture.ts";
-import { type Daemon, type Frame, SseReader, command, framesUrl, health, isRunEnd, serveEnvironment, startDaemon, stopDaemon } from "../helpers/serve.ts";
+import { type EventsEnv, EVENTS_SESSION, eventsEnvironment, httpServer, inBatch, isEventFrame, isStatus, startEventsDaemon, waitRuns } from "../helpers/events-serve.ts";
+import { type Frame, SseReader, framesUrl, health, isRunEnd, promptAndWait, serveEnvironment, startDaemon, stopDaemon } from "../helpers/serve.ts";
+import { SERVE_FROM_SOURCE, withSessionThrow } from "../helpers/session-throw-seam.ts";
 import { waitFor } from "../helpers/wait.ts";
-import { VIGIL_SOURCE } from "../helpers/wrap.ts";
 
 const cleanups = e2eSuite();
-const SEAM = "VIGIL_TEST_SESSION_THROW";
-const SOURCE = process.env.VIGIL_SERVE_SOURCE === undefined ? VIGIL_SOURCE : [process.execPath, process.env.VIGIL_SERVE_SOURCE];
 
-async function daemon(env: EventsEnv, vigil: string[], extra: string[] = []): Promise<Daemon> {
-  const client = new LineClient([...vigil, "serve", "--config", env.configFile, "--state-dir", env.stateDir, "--listen", "127.0.0.1:0", ...extra], {
-    env: { ...env.env, [SEAM]: `${EVENTS_SESSION}:run_settled` },
-  });
-  cleanups.add(() => client.dispose());
-  await client.waitForStderr("vigil serve listening http://", 30_000);
-  return { client, base: /vigil serve listening (http:\/\/\S+)/.exec(client.stderrText())![1]! };
-}
-
-const eventsEnv = () => eventsEnvironment(cleanups, { servers: (fx) => [httpServer(fx!, "tickets", [{ name: "build.finished" }])] });
+/** The events session throws while its first run settles (honoured from source only). */
+const eventsEnv = async () =>
+  withSessionThrow(await eventsEnvironment(cleanups, { servers: (fx) => [httpServer(fx!, "tickets", [{ name: "build.finished" }])] }), EVENTS_SESSION, "run_settled");
 const emit = (env: EventsEnv, id: string) => env.fixture!.control("emit", { name: "build.finished", event_id: id });
 const isError = (f: Frame) => f.type === "error";
-
-let ids = 0;
-async function promptAndWait(d: Daemon, sse: SseReader, session: string, message: string): Promise<void> {
-  const ends = sse.frames.filter(isRunEnd).length;
-  const r = await command(d, session, { type: "prompt", id: `p${++ids}`, message });
-  expect(r.body.success).toBe(true);
-  const frames = await sse.untilNth(isRunEnd, ends + 1, E2E_WAIT_MS);
-  expect(frames.at(-1)).toMatchObject({ type: "run_end", status: "ok", run_id: r.body.data!.run_id });
-}
 
 describe("vigil serve: one session's exception is contained", () => {
   test("the events session throws: its client gets an error frame, session b streams on, the events session restarts and delivers again", async () => {
     const env = await eventsEnv();
-    const d = await daemon(env, SOURCE);
+    const d = await startEventsDaemon(cleanups, env, [], SERVE_FROM_SOURCE);
     const events1 = await SseReader.open(cleanups, framesUrl(d.base, EVENTS_SESSION, 0));
     await events1.until(isStatus("subscribed"), E2E_WAIT_MS);
     const b = await SseReader.open(cleanups, framesUrl(d.base, "b"));
@@ -81,7 +61,7 @@ describe("vigil serve: one session's exception is contained", () => {
 
   test("the release binary ignores the seam: the events session serves two runs on one stream", async () => {
     const env = await eventsEnv();
-    const d = await daemon(env, [VIGIL_BIN]);
+    const d = await startEventsDaemon(cleanups, env);
     const events = await SseReader.open(cleanups, framesUrl(d.base, EVENTS_SESSION, 0));
     await events.until(isStatus("subscribed"), E2E_WAIT_MS);
     await emit(env, "r-1");

@@ -10,21 +10,21 @@ import { describe, expect, test } from "bun:test";
 import { groupAlive } from "../../src/shared/process-group.ts";
 import type { RecordedRequest } from "../fixtures/mock-model.ts";
 import { e2eSuite } from "../helpers/e2e.ts";
-import { type FixtureState, startEventsFixture, waitControl } from "../helpers/events-fixture.ts";
+import { type ControlClient, type FixtureState, startEventsFixture, waitControl } from "../helpers/events-fixture.ts";
 import {
+  type EventsEnv,
   StdioServe,
   eventsEnvironment,
-  eventsFixtureStdio,
   httpServer,
   inBatch,
   isEventFrame,
   isStatus,
   runsFor,
   snapshotOnDisk,
-  stdioServer,
+  stdioFixtureEnvironment,
   waitRuns,
 } from "../helpers/events-serve.ts";
-import { procStat, tmpDir } from "../helpers/fixture.ts";
+import { procStat } from "../helpers/fixture.ts";
 import { type Frame, lastUserText, messagesOf } from "../helpers/serve.ts";
 import { waitFor } from "../helpers/wait.ts";
 
@@ -47,6 +47,16 @@ const toolNames = (body: unknown) => (((body as { tools?: { function?: { name?: 
 
 const serversOf = async (serve: StdioServe, id: string) =>
   ((await serve.command({ type: "get_state", id })).data as { servers?: { name: string; state: string; error?: string }[] }).servers;
+
+/** The model's run of event `eventId` calls tix__echo with `text`; the call succeeds and its result reaches the model. */
+async function nextEventCallsEcho(serve: StdioServe, env: EventsEnv, fixture: ControlClient, eventId: string, text: string): Promise<void> {
+  env.model.script([{ toolCalls: [{ name: "tix__echo", arguments: { text } }] }, { text: "done" }]);
+  await fixture.control("emit", { name: "ticket.updated", event_id: eventId });
+  await serve.until(isEventFrame(eventId));
+  await serve.until((f: Frame) => f.type === "tool_result");
+  expect(serve.frames.find((f) => f.type === "tool_result")).toMatchObject({ is_error: false });
+  await waitFor(() => toolMessages(env).some((t) => t.includes(text)), { timeoutMs: 15_000, label: "the echo result reached the model" });
+}
 
 describe("vigil serve: supervised MCP servers", () => {
   test("an HTTP server started after serve: a tool call meanwhile names its state; then its tools reach the model and its subscription comes up", async () => {
@@ -82,14 +92,7 @@ describe("vigil serve: supervised MCP servers", () => {
   }, 60_000);
 
   test("a stdio server killed with SIGKILL is restarted in a new group; its tools work again and its subscription resumes from the cursor", async () => {
-    const tmp = tmpDir("vigil-supervision-e2e");
-    cleanups.add(() => tmp.cleanup());
-    const entry = eventsFixtureStdio({ env: { MCP_FIXTURE_LOG_FILE: tmp.file("events.log") }, cleanups });
-    const env = await eventsEnvironment(cleanups, {
-      fixtureEnv: false,
-      servers: () => [stdioServer(entry, "tix", [{ name: "ticket.updated", delivery: "poll" }])],
-      knobs: KNOBS,
-    });
+    const { env, entry } = await stdioFixtureEnvironment(cleanups, "tix", [{ name: "ticket.updated", delivery: "poll" }], KNOBS);
     const serve = StdioServe.start(cleanups, env);
     await serve.until(isStatus("subscribed"));
     const first = await waitControl(entry.controlFile, { cleanups });
@@ -122,12 +125,7 @@ describe("vigil serve: supervised MCP servers", () => {
     expect(state.requests.find((r) => r.method === "events/poll")?.params.cursor).toBe("2");
 
     // Its tools work again: the run of the next event calls one.
-    env.model.script([{ toolCalls: [{ name: "tix__echo", arguments: { text: "after the restart" } }] }, { text: "done" }]);
-    await second.control("emit", { name: "ticket.updated", event_id: "e-3" });
-    await serve.until(isEventFrame("e-3"));
-    await serve.until((f: Frame) => f.type === "tool_result");
-    expect(serve.frames.find((f) => f.type === "tool_result")).toMatchObject({ is_error: false });
-    await waitFor(() => toolMessages(env).some((t) => t.includes("after the restart")), { timeoutMs: 15_000, label: "the echo result reached the model" });
+    await nextEventCallsEcho(serve, env, second, "e-3", "after the restart");
 
     // Nothing acknowledged before the kill came again.
     expect(serve.count(isEventFrame("e-1"))).toBe(1);
@@ -171,12 +169,7 @@ describe("vigil serve: supervised MCP servers", () => {
     expect((tix as { restarts?: number } | undefined)?.restarts).toBeGreaterThanOrEqual(1);
 
     // The next event arrives, and the model's tool call goes to the server in the new session.
-    env.model.script([{ toolCalls: [{ name: "tix__echo", arguments: { text: "after the expiry" } }] }, { text: "done" }]);
-    await fixture.control("emit", { name: "ticket.updated", event_id: "x-2" });
-    await serve.until(isEventFrame("x-2"));
-    await serve.until((f: Frame) => f.type === "tool_result");
-    expect(serve.frames.find((f) => f.type === "tool_result")).toMatchObject({ is_error: false });
-    await waitFor(() => toolMessages(env).some((t) => t.includes("after the expiry")), { timeoutMs: 15_000, label: "the echo result reached the model" });
+    await nextEventCallsEcho(serve, env, fixture, "x-2", "after the expiry");
 
     expect(serve.count(isEventFrame("x-1"))).toBe(1);
     const later = env.model.requests.slice(requestsBefore);

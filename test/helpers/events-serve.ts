@@ -89,14 +89,35 @@ export function stdioServer(entry: StdioFixtureEntry, name: string, events?: Rec
 
 export { eventsFixtureStdio };
 
-/** `vigil serve --listen 127.0.0.1:0` with the environment's knobs; resolves once listening. */
-export async function startEventsDaemon(cleanups: Cleanups, env: EventsEnv, extra: string[] = []): Promise<Daemon> {
+/**
+ * An events environment whose one MCP server is the events fixture over stdio, started by vigil as
+ * `name`; the fixture keeps its event log in a file, so a fixture vigil restarts serves the same cursors.
+ */
+export async function stdioFixtureEnvironment(
+  cleanups: Cleanups,
+  name: string,
+  events: Record<string, unknown>[],
+  knobs?: Record<string, string>,
+): Promise<{ env: EventsEnv; entry: StdioFixtureEntry }> {
+  const tmp = tmpDir("vigil-events-stdio-e2e");
+  cleanups.add(() => tmp.cleanup());
+  const entry = eventsFixtureStdio({ env: { MCP_FIXTURE_LOG_FILE: tmp.file("events.log") }, cleanups });
+  const env = await eventsEnvironment(cleanups, { fixtureEnv: false, servers: () => [stdioServer(entry, name, events)], ...(knobs ? { knobs } : {}) });
+  return { env, entry };
+}
+
+/**
+ * `vigil serve --listen 127.0.0.1:0` with the environment's knobs; resolves once listening.
+ * `vigil` is the argv prefix (default the binary; SERVE_FROM_SOURCE for a test-only seam).
+ */
+export async function startEventsDaemon(cleanups: Cleanups, env: EventsEnv, extra: string[] = [], vigil: readonly string[] = [VIGIL_BIN]): Promise<Daemon> {
   const client = new LineClient(
-    [VIGIL_BIN, "serve", "--config", env.configFile, "--state-dir", env.stateDir, "--listen", "127.0.0.1:0", ...extra],
+    [...vigil, "serve", "--config", env.configFile, "--state-dir", env.stateDir, "--listen", "127.0.0.1:0", ...extra],
     { env: env.env },
   );
   cleanups.add(() => client.dispose());
-  await client.waitForStderr("vigil serve listening http://", 20_000);
+  // From source, serve takes longer to start than the binary.
+  await client.waitForStderr("vigil serve listening http://", 30_000);
   const base = /vigil serve listening (http:\/\/\S+)/.exec(client.stderrText())![1]!;
   return { client, base };
 }
@@ -104,17 +125,20 @@ export async function startEventsDaemon(cleanups: Cleanups, env: EventsEnv, extr
 /** `vigil serve` in stdio mode: NDJSON commands in, frames out. */
 export class StdioServe {
   readonly frames: Frame[] = [];
-  private constructor(readonly client: LineClient) {}
+  /** Settles once serve's stdout has ended and every frame on it is in `frames`. */
+  readonly ended: Promise<void>;
+  private constructor(readonly client: LineClient) {
+    this.ended = this.pump();
+  }
 
-  static start(cleanups: Cleanups, env: EventsEnv, session = "s", extra: string[] = []): StdioServe {
+  /** `vigil` is the argv prefix (default the binary; SERVE_FROM_SOURCE for a test-only seam). */
+  static start(cleanups: Cleanups, env: EventsEnv, session = "s", extra: string[] = [], vigil: readonly string[] = [VIGIL_BIN]): StdioServe {
     const client = new LineClient(
-      [VIGIL_BIN, "serve", "--config", env.configFile, "--state-dir", env.stateDir, "--session", session, ...extra],
+      [...vigil, "serve", "--config", env.configFile, "--state-dir", env.stateDir, "--session", session, ...extra],
       { env: env.env },
     );
     cleanups.add(() => client.dispose());
-    const serve = new StdioServe(client);
-    void serve.pump();
-    return serve;
+    return new StdioServe(client);
   }
 
   send(command: Record<string, unknown>): void {

@@ -5,6 +5,7 @@
  *
  * Shared by every test/e2e/serve-*.test.ts file.
  */
+import { expect } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { type MockModel, type RecordedRequest, startMockModel } from "../fixtures/mock-model.ts";
 import { VIGIL_BIN, vigilEnv } from "./bin.ts";
@@ -207,6 +208,16 @@ export const framesUrl = (base: string, session: string, since?: number) =>
 
 export const isRunEnd = (f: Frame) => f.type === "run_end";
 export const isRunStart = (f: Frame) => f.type === "run_start";
+
+let prompts = 0;
+/** POSTs a prompt to `session` and waits (bounded) for its run to end ok on `sse`, that session's stream. */
+export async function promptAndWait(d: Daemon, sse: SseReader, session: string, message: string, ms = 15_000): Promise<void> {
+  const ends = sse.frames.filter(isRunEnd).length;
+  const r = await command(d, session, { type: "prompt", id: `p${++prompts}`, message });
+  expect(r.body.success).toBe(true);
+  const frames = await sse.untilNth(isRunEnd, ends + 1, ms);
+  expect(frames.at(-1)).toMatchObject({ type: "run_end", status: "ok", run_id: r.body.data!.run_id });
+}
 
 /** The chat messages of a recorded mock-model request. */
 export function messagesOf(req: RecordedRequest | undefined): { role: string; content: unknown }[] {

@@ -27,18 +27,19 @@ const chat: ChatModel & { requests: ChatMessage[][] } = {
   },
 };
 
-// The runner serve uses (session-wiring.ts): the prompt announced after run_start, the run loop.
-const runner: Runner = (request, emit, signal) =>
+// The runner serve uses (session-wiring.ts): the prompt announced after run_start, the run loop; 4,000 tokens of context.
+const runnerOf = (model: ChatModel, tools: ToolGateway | null, maxTurns: number): Runner => (request, emit, signal) =>
   runConversation(request, {
-    model: { chat, maxTurns: 2, timeoutMs: 10_000, contextTokens: 4_000 },
-    tools: null,
+    model: { chat: model, maxTurns, timeoutMs: 10_000, contextTokens: 4_000 },
+    tools,
     emit: async (frame) => {
       emit(frame);
       if (frame.type === "run_start") for (const m of request.prompt) emit(messageFrame("user", m.text ?? ""));
     },
   }, signal);
 
-async function open(dir: string) {
+/** Session "s1" in `dir`; `prompt` sends a prompt and waits (bounded) until its run settled. */
+async function open(dir: string, runner = runnerOf(chat, null, 2)) {
   const s = sessions.track(await Session.open({ name: "s1", dir, runner }));
   const settled: RunSettled[] = [];
   s.onRunSettled((r) => settled.push(r));
@@ -47,7 +48,7 @@ async function open(dir: string) {
     await s.handle({ type: "prompt", id, message });
     await waitFor(() => settled.length > n, { timeoutMs: 3000, label: `run ${id}`, intervalMs: 5 });
   };
-  return { s, prompt };
+  return { s, settled, prompt };
 }
 
 test("failed runs add nothing; a compaction replaces the oldest runs; a restart rebuilds the same history", async () => {
@@ -101,24 +102,9 @@ test("a run with tool calls, a steer and compactions: the history in memory is t
       return { ...decided, text: `result ${"r".repeat(13_000)}`, isError: false, reasonCode: null };
     },
   };
-  const toolRunner: Runner = (request, emit, signal) =>
-    runConversation(request, {
-      model: { chat: toolChat, maxTurns: 4, timeoutMs: 10_000, contextTokens: 4_000 },
-      tools,
-      emit: async (frame) => {
-        emit(frame);
-        if (frame.type === "run_start") for (const m of request.prompt) emit(messageFrame("user", m.text ?? ""));
-      },
-    }, signal);
+  const toolRunner = runnerOf(toolChat, tools, 4);
   const dir = sessions.dir();
-  const s = sessions.track(await Session.open({ name: "s1", dir, runner: toolRunner }));
-  const settled: RunSettled[] = [];
-  s.onRunSettled((r) => settled.push(r));
-  const prompt = async (id: string, message: string) => {
-    const n = settled.length;
-    await s.handle({ type: "prompt", id, message });
-    await waitFor(() => settled.length > n, { timeoutMs: 3000, label: `run ${id}`, intervalMs: 5 });
-  };
+  const { s, settled, prompt } = await open(dir, toolRunner);
   for (let i = 0; i < 3; i++) await prompt(`big${i}`, `big ${i} ${"x".repeat(4000)}`);
   steer = () => {
     steer = null;
