@@ -29,6 +29,7 @@ import type { CallToolResult, Implementation } from "@modelcontextprotocol/sdk/t
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { McpServerConfig } from "./server-config.ts";
 import { type BackoffPolicy, SUPERVISION_BACKOFF } from "../shared/backoff.ts";
+import { withRequestSignal } from "../shared/request-signal.ts";
 import { logLine } from "../shared/log.ts";
 import { signalGroup } from "../shared/process-group.ts";
 import { registerSecrets, scrubValue } from "../shared/scrub.ts";
@@ -189,10 +190,14 @@ export class McpServerPool<C extends McpServerConfig = McpServerConfig> {
     const client = link.client;
     if (client === undefined) return errorResult(unavailableText(link.report()));
     try {
-      const result = await client.callTool({ name: target.tool, arguments: args ?? {} }, undefined, {
-        signal: options.signal,
-        timeout: options.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS,
-      });
+      // Its own signal (shared/request-signal.ts): the run's signal outlives the call, and the SDK
+      // would leave a listener on it per call and cancel completed calls when the run is aborted.
+      const result = await withRequestSignal(options.signal, (signal) =>
+        client.callTool({ name: target.tool, arguments: args ?? {} }, undefined, {
+          signal,
+          timeout: options.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS,
+        }),
+      );
       // Results too, not only errors: a server may echo a credential in any text the model and the transcript get.
       return scrubValue(result) as CallToolResult;
     } catch (e) {

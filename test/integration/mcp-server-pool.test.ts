@@ -11,6 +11,7 @@ import { cappedFetch } from "../../src/mcp/http-connection.ts";
 import { McpServerPool } from "../../src/mcp/server-pool.ts";
 import type { McpServerConfig } from "../../src/serve/config/schema.ts";
 import { groupAlive } from "../../src/shared/process-group.ts";
+import { countedSignal } from "../helpers/counted-signal.ts";
 import { fixtureArgv, waitUntil } from "../helpers/fixture.ts";
 
 const EVERYTHING = resolve(import.meta.dir, "../../node_modules/@modelcontextprotocol/server-everything/dist/index.js");
@@ -127,6 +128,17 @@ test("lists qualified tools from a stdio and an HTTP server and calls each", asy
   const every = await pool.callTool("every__echo", { message: "over http" });
   expect(every.isError).toBeFalsy();
   expect(textOf(every)).toContain("over http");
+});
+
+test("tool calls made under one long-lived signal leave no listener on it (each call has its own, released when it settles)", async () => {
+  const pool = await connect([fixtureConfig("fx")]);
+  stdioGroups(pool);
+  const { controller, listeners } = countedSignal();
+  for (let i = 0; i < 20; i++) {
+    const r = await pool.callTool("fx__echo", { text: `call ${i}` }, { signal: controller.signal });
+    expect(textOf(r)).toBe(`call ${i}`);
+  }
+  expect(listeners()).toBe(0);
 });
 
 test("an over-cap result becomes an isError result and the next call works", async () => {

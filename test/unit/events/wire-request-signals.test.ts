@@ -7,6 +7,7 @@
 import { afterEach, expect, test } from "bun:test";
 import { ServerEvents } from "../../../src/events/wire/server-events.ts";
 import { type LinkedServer, linkedEventsServer } from "../../helpers/linked-events-server.ts";
+import { countedSignal } from "../../helpers/counted-signal.ts";
 import { waitFor } from "../../helpers/wait.ts";
 
 const open: LinkedServer[] = [];
@@ -18,24 +19,6 @@ async function linked(answers?: Parameters<typeof linkedEventsServer>[0]): Promi
   const server = await linkedEventsServer(answers);
   open.push(server);
   return { server, wire: new ServerEvents(server.pool, "linked") };
-}
-
-/** A subscription's signal, with a count of the `abort` listeners attached to it right now. */
-function countedSignal(): { controller: AbortController; listeners: () => number } {
-  const controller = new AbortController();
-  const signal = controller.signal;
-  const attached = new Set<unknown>();
-  const add = signal.addEventListener.bind(signal);
-  const remove = signal.removeEventListener.bind(signal);
-  signal.addEventListener = ((type: string, listener: unknown, options?: unknown) => {
-    if (type === "abort") attached.add(listener);
-    add(type, listener as EventListener, options as AddEventListenerOptions);
-  }) as typeof signal.addEventListener;
-  signal.removeEventListener = ((type: string, listener: unknown, options?: unknown) => {
-    if (type === "abort") attached.delete(listener);
-    remove(type, listener as EventListener, options as EventListenerOptions);
-  }) as typeof signal.removeEventListener;
-  return { controller, listeners: () => attached.size };
 }
 
 const POLL = { name: "ticket.updated", arguments: {}, cursor: "1", maxEvents: 50 };
