@@ -99,6 +99,14 @@ export interface EventsTuning {
   readonly longPollMs: number;
   /** Cap of the backoff while the model is unavailable (VIGIL_MODEL_BACKOFF_CAP_MS). */
   readonly modelBackoffCapMs: number;
+  /** `ttlMs` asked for a webhook subscription (VIGIL_EVENTS_WEBHOOK_TTL_MS; the server's grant wins). */
+  readonly webhookTtlMs: number;
+  /** Deadline for a whole webhook body (VIGIL_EVENTS_BODY_TIMEOUT_MS). */
+  readonly bodyTimeoutMs: number;
+  /** A webhook delivery's wait for its event to be stored (VIGIL_EVENTS_ACK_TIMEOUT_MS). */
+  readonly ackTimeoutMs: number;
+  /** Deadline for one JWKS fetch, headers and body (VIGIL_EVENTS_JWKS_TIMEOUT_MS). */
+  readonly jwksTimeoutMs: number;
 }
 
 /** What the program shares with every session's events client. */

@@ -77,6 +77,8 @@ export const TUNING_KNOBS = {
   mcpReconnectInitialMs: { env: "VIGIL_MCP_RECONNECT_INITIAL_MS", default: SECOND, min: 1, max: HOUR },
   /** Cap of that backoff. */
   mcpReconnectCapMs: { env: "VIGIL_MCP_RECONNECT_CAP_MS", default: MINUTE, min: 1, max: DAY },
+  /** A webhook delivery waits this long for its event to be stored (fdatasync) before it answers 503. */
+  ackTimeoutMs: { env: "VIGIL_EVENTS_ACK_TIMEOUT_MS", default: 10_000, min: 1, max: 10 * MINUTE },
   /** Deadline for one JWKS fetch (headers and body). */
   jwksTimeoutMs: { env: "VIGIL_EVENTS_JWKS_TIMEOUT_MS", default: 5000, min: 1, max: 10 * MINUTE },
   /** A session's transcript moves to a new segment file at this size (old segments fall to `--transcript-retain-bytes`). */

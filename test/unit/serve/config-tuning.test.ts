@@ -35,6 +35,7 @@ describe("serve tuning knobs", () => {
       modelBackoffCapMs: 300000,
       mcpReconnectInitialMs: 1000,
       mcpReconnectCapMs: 60000,
+      ackTimeoutMs: 10000,
       jwksTimeoutMs: 5000,
       transcriptSegmentBytes: 67108864,
     });
