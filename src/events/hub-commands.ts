@@ -118,7 +118,7 @@ async function list(ctx: HubCommandContext, server: string | undefined): Promise
   );
   return {
     spec_commit: SPEC_COMMIT,
-    webhook: ctx.services.canWebhook,
+    webhook: ctx.services.webhook.available,
     owns_configured: registry.ownsConfigured,
     subscriptions,
     unestablished,

@@ -16,13 +16,15 @@ import { within } from "../shared/time.ts";
 import { Coalescer } from "./coalescer.ts";
 import { type McpEventOccurrence, type McpEventStatusDetail, mcpEventFrame, mcpEventStatusFrame } from "./frames.ts";
 import { type HubCommandContext, type SubscriptionRegistry, answerEventsCommand } from "./hub-commands.ts";
+import { HubWebhooks, pendingEventIds, seededWindow } from "./hub-webhook.ts";
 import type { EventsServices, EventsSession, EventsTuning, FaultReport } from "./ports.ts";
 import { subscriptionKey } from "./rules/key.ts";
 import { EventsStore, type SubscriptionRecord } from "./store/events-store.ts";
 import type { Acceptance, HostedSubscription, Origin, SubscriptionHost } from "./subscription/host.ts";
 import { Subscription } from "./subscription/subscription.ts";
-import type { EventDelivery, EventOccurrence, GapNotice, SubscriptionSpec } from "./types.ts";
+import type { EventDelivery, EventOccurrence, GapNotice, PendingEntry, SubscriptionSpec } from "./types.ts";
 import type { ServerEvents } from "./wire/server-events.ts";
+import type { WebhookAbility, WebhookAnswer, WebhookRecord } from "./webhook/types.ts";
 
 const STOP_BOUND_MS = 5000;
 /** Over-cap messages already told to the model (one notice however many streams heard of it). */
@@ -37,6 +39,10 @@ export class EventsHub implements SubscriptionHost {
   private readonly dirty = new Set<HostedSubscription>();
   private readonly offFrames: () => void;
   private closing: Promise<void> | null = null;
+  /** Webhook records, token reservations, server keys and ingestion (hub-webhook.ts). */
+  private readonly webhooks: HubWebhooks;
+  /** eventIds still pending at open, by key: added to each window when its subscription first starts. */
+  private readonly pendingIds: Map<string, string[]>;
 
   private constructor(
     readonly session: EventsSession,
@@ -59,6 +65,13 @@ export class EventsHub implements SubscriptionHost {
     });
     const context: HubCommandContext = { registry: this.registry(), services };
     session.setEventsHandler((command) => answerEventsCommand(context, command));
+    this.webhooks = new HubWebhooks(services.webhook, store, {
+      tuning: services.tuning,
+      accept: (sub, event, delivery) => this.accept(sub, event, delivery),
+      gap: (sub, notice) => this.gap(sub, notice),
+      flushDirty: () => this.flushDirty(),
+    });
+    this.pendingIds = pendingEventIds(store);
   }
 
   /** `opened`: the session's store when it was already opened (stdio mode checks it before any MCP server starts). */
@@ -73,6 +86,8 @@ export class EventsHub implements SubscriptionHost {
   ): Promise<EventsHub> {
     const store = opened ?? (await EventsHub.openStore(dir, services.tuning));
     const hub = new EventsHub(session, store, services, ownsConfigured, now, onFault);
+    // Before any subscription starts: a retry racing its resubscribe gets 503, not 410.
+    hub.webhooks.reserve(hub.returningKeys());
     hub.startConfigured();
     hub.restoreRuntime();
     if (store.pendingCount > 0) hub.coalescer.kick();
@@ -88,8 +103,8 @@ export class EventsHub implements SubscriptionHost {
     return this.services.tuning;
   }
 
-  get canWebhook(): boolean {
-    return this.services.canWebhook;
+  get webhook(): WebhookAbility {
+    return this.services.webhook;
   }
 
   wire(server: string): ServerEvents {
@@ -116,7 +131,10 @@ export class EventsHub implements SubscriptionHost {
   private startSubscription(spec: SubscriptionSpec, origin: Origin, restored = false): Subscription {
     const key = subscriptionKey(spec.server, spec.name, spec.arguments);
     const record = this.store.subscription(key);
-    const sub = new Subscription(this, { key, spec, origin, restored, cursor: record?.cursor ?? null, recent: record?.recent ?? [] }, this.now);
+    const recent = seededWindow(record?.recent ?? [], this.pendingIds.get(key));
+    this.pendingIds.delete(key);
+    const webhook = this.webhooks.record(key) ?? null;
+    const sub = new Subscription(this, { key, spec, origin, restored, cursor: record?.cursor ?? null, recent, webhook }, this.now);
     this.subs.set(key, sub);
     sub.start();
     return sub;
@@ -133,14 +151,7 @@ export class EventsHub implements SubscriptionHost {
     }
     const { spec } = sub;
     if (spec.action !== "notify") {
-      const added = this.store.tryAdd({
-        action: spec.action,
-        server: spec.server,
-        name: spec.name,
-        arguments: spec.arguments,
-        ...(spec.instructions !== undefined ? { instructions: spec.instructions } : {}),
-        event,
-      });
+      const added = this.store.tryAdd(pendingOf(spec, spec.action, event));
       if (added === null) return "full";
       this.coalescer.kick();
     }
@@ -170,15 +181,7 @@ export class EventsHub implements SubscriptionHost {
     const action = sub.spec.action;
     const toModel = action !== "notify" && !(droppedId !== undefined && this.droppedSeen.includes(droppedId));
     if (toModel) {
-      const { spec } = sub;
-      const added = this.store.tryAdd({
-        action: action as "follow_up" | "steer",
-        server: spec.server,
-        name: spec.name,
-        arguments: spec.arguments,
-        ...(spec.instructions !== undefined ? { instructions: spec.instructions } : {}),
-        event: gap,
-      });
+      const added = this.store.tryAdd(pendingOf(sub.spec, action as "follow_up" | "steer", gap));
       // Full: nothing is recorded, so the same notice can be offered again.
       if (added === null) return false;
       this.coalescer.kick();
@@ -203,6 +206,18 @@ export class EventsHub implements SubscriptionHost {
   }
 
 
+  ingest(sub: HostedSubscription, occurrence: unknown): Promise<WebhookAnswer> {
+    return this.webhooks.ingest(sub, occurrence);
+  }
+
+  persistWebhook(sub: HostedSubscription, record: WebhookRecord | null): void {
+    this.webhooks.set(sub.key, record);
+    this.dirty.delete(sub);
+    this.store.setSubscription(sub.key, this.record(sub));
+    this.webhooks.exportKeys();
+    this.store.scheduleCommit();
+  }
+
   status(sub: HostedSubscription, detail: McpEventStatusDetail): void {
     this.session.emit(mcpEventStatusFrame({ server: sub.spec.server, name: sub.spec.name, arguments: sub.spec.arguments }, detail));
   }
@@ -219,6 +234,7 @@ export class EventsHub implements SubscriptionHost {
   }
 
   forget(sub: HostedSubscription): void {
+    this.webhooks.forget(sub.key);
     this.store.forgetSubscription(sub.key);
     this.store.scheduleCommit();
   }
@@ -235,6 +251,8 @@ export class EventsHub implements SubscriptionHost {
   private record(sub: HostedSubscription): SubscriptionRecord {
     const record: SubscriptionRecord = { cursor: sub.cursor, recent: sub.dedup.toArray() };
     if (sub.origin === "runtime") record.runtime = sub.spec;
+    const webhook = this.webhooks.record(sub.key);
+    if (webhook !== undefined) record.webhook = webhook;
     return record;
   }
 
@@ -251,6 +269,7 @@ export class EventsHub implements SubscriptionHost {
     this.closing ??= (async () => {
       await this.stopSubscriptions();
       this.coalescer.stop();
+      this.webhooks.stop();
       this.offFrames();
       this.flushDirty();
       try {
@@ -298,7 +317,7 @@ export class EventsHub implements SubscriptionHost {
       await sub.stop();
       this.retired(sub);
       if (replaced !== undefined) this.startSubscription(replaced.spec, "runtime", true);
-      else this.store.forgetSubscription(key);
+      else this.forgetKey(key);
       return failure;
     }
     this.store.setSubscription(key, this.record(sub));
@@ -316,10 +335,29 @@ export class EventsHub implements SubscriptionHost {
       if (sub.origin === "configured") this.unsubscribedConfigured.add(key);
     }
     if (stored) {
-      this.store.forgetSubscription(key);
+      this.forgetKey(key);
       await this.store.commit();
     }
     return sub !== undefined || stored;
+  }
+
+  /** The whole record goes, webhook token included (it answers 410 from now on). */
+  private forgetKey(key: string): void {
+    this.webhooks.forget(key);
+    this.store.forgetSubscription(key);
+  }
+
+  /** Keys whose subscriptions start as the hub opens: configured ones it owns, runtime ones within the TTL. */
+  private returningKeys(): string[] {
+    const configured = this.ownsConfigured ? this.services.configured().map((s) => subscriptionKey(s.server, s.name, s.arguments)) : [];
+    const runtime = this.runtimeFresh() ? this.store.subscriptionKeys().filter((k) => this.store.subscription(k)?.runtime !== undefined) : [];
+    return [...configured, ...runtime];
+  }
+
+  /** Runtime records come back only within the TTL since the last client command. */
+  private runtimeFresh(): boolean {
+    const last = this.store.lastClientMs;
+    return last !== null && this.now() - last <= this.services.tuning.runtimeTtlMs;
   }
 
   private hasRuntimeRecords(): boolean {
@@ -338,17 +376,22 @@ export class EventsHub implements SubscriptionHost {
 
   /** Runtime subscriptions from the snapshot come back, within the TTL since the last client command. */
   private restoreRuntime(): void {
-    const last = this.store.lastClientMs;
     for (const key of this.store.subscriptionKeys()) {
       const record = this.store.subscription(key);
       if (record?.runtime === undefined || this.subs.has(key)) continue;
-      if (last === null || this.now() - last > this.services.tuning.runtimeTtlMs) {
+      if (!this.runtimeFresh()) {
         logLine(`serve: events: session ${JSON.stringify(this.session.name)}: forgetting the expired runtime subscription ${record.runtime.server}/${record.runtime.name}`);
-        this.store.forgetSubscription(key);
+        this.forgetKey(key);
         this.store.scheduleCommit();
         continue;
       }
       this.startSubscription(record.runtime, "runtime", true);
     }
   }
+}
+
+/** The queue entry of an occurrence or a gap notice for a subscription. */
+function pendingOf(spec: SubscriptionSpec, action: "follow_up" | "steer", event: EventOccurrence | GapNotice): Omit<PendingEntry, "seq"> {
+  const { server, name, arguments: args, instructions } = spec;
+  return { action, server, name, arguments: args, ...(instructions !== undefined ? { instructions } : {}), event };
 }

@@ -13,6 +13,7 @@ import type { EventsCommandHandler } from "./commands.ts";
 import type { EventsFrame } from "./frames.ts";
 import type { SubscriptionSpec } from "./types.ts";
 import type { ServerEvents } from "./wire/server-events.ts";
+import type { WebhookAbility } from "./webhook/types.ts";
 
 /** Whether a run is in flight (follow-ups wait for it; steers go in at its next turn). */
 export type SessionState = "idle" | "running";
@@ -112,8 +113,8 @@ export interface EventsTuning {
 /** What the program shares with every session's events client. */
 export interface EventsServices {
   readonly tuning: EventsTuning;
-  /** A listener and a callback URL exist (webhook delivery is possible). */
-  readonly canWebhook: boolean;
+  /** Webhook delivery: the process's routes, server keys and callback URLs, or the flag(s) missing for it. */
+  readonly webhook: WebhookAbility;
   wire(server: string): ServerEvents;
   /** Configured subscriptions (server config order); only the owning session starts them. */
   configured(): SubscriptionSpec[];

@@ -64,6 +64,9 @@ export async function startServeApp(options: ServeAppOptions = {}): Promise<Serv
     stateDir,
     owner: options.events?.owner ?? DEFAULT_EVENTS_SESSION,
     reapable: options.events?.reapable ?? false,
+    callbackUrl: options.events?.callbackUrl ?? null,
+    // Daemon mode has no first session: only a listener can receive webhook deliveries.
+    daemon: options.firstSession === undefined,
   });
   const parts: SessionParts = { config, stateDir, tuning, transcript, policy, model, pool, events, faults: contain, serverStates };
   // Opened before the pool, taken into service by the first openSession of its name.

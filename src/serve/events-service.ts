@@ -24,6 +24,8 @@ import { configuredSpec } from "../events/storable-spec.ts";
 import type { SubscriptionSpec } from "../events/types.ts";
 import { ServerEvents, type StreamBudget } from "../events/wire/server-events.ts";
 import type { Scheduler } from "../shared/time.ts";
+import type { WebhookAbility } from "../events/webhook/types.ts";
+import { webhookAbility } from "./webhook-ability.ts";
 
 export const DEFAULT_EVENTS_SESSION = "mcp-events";
 
@@ -36,6 +38,10 @@ export interface EventsServiceOptions {
   owner: string;
   /** `--mcp-events-reapable`: live subscriptions no longer keep a session from the reaper. */
   reapable: boolean;
+  /** `--mcp-events-callback-url` (daemon mode only; null or absent: no webhook delivery). */
+  callbackUrl?: URL | null;
+  /** Daemon mode (a listener exists); stdio mode cannot take webhook deliveries. */
+  daemon?: boolean;
   now?: () => number;
   /** The timers of the wires (the list_changed debounce); tests inject a fake one. */
   scheduler?: Scheduler;
@@ -43,7 +49,10 @@ export interface EventsServiceOptions {
 
 export class EventsService implements EventsServices {
   readonly tuning: ServeTuning;
-  readonly canWebhook = false;
+  /** One route table and one server-key store per process when webhook delivery is possible. */
+  readonly webhook: WebhookAbility;
+  /** The callback base the receiver serves under (daemon mode with a callback URL), else null. */
+  readonly callbackBase: URL | null;
   readonly owner: string;
   private readonly wires = new Map<string, ServerEvents>();
   private readonly streamBudget: StreamBudget;
@@ -54,6 +63,9 @@ export class EventsService implements EventsServices {
     this.tuning = o.tuning;
     this.owner = o.owner;
     this.now = o.now ?? Date.now;
+    const daemon = o.daemon === true;
+    this.callbackBase = daemon ? (o.callbackUrl ?? null) : null;
+    this.webhook = webhookAbility(this.callbackBase, daemon);
     this.streamBudget = { open: 0, max: o.tuning.maxHttpStreams };
     // The pool lives as long as this service. A server connected again: every session's
     // subscriptions to it resume from their cursors now, not after their own retry backoff

@@ -63,12 +63,16 @@ export interface ServePlan {
   eventsReapable: boolean;
   /** `--transcript-retain-bytes` (default 1 GiB). */
   transcriptRetainBytes: number;
+  /** `--mcp-events-callback-url` (daemon mode only): the public base routing to the listener; null turns webhook delivery off. */
+  callbackUrl: URL | null;
   mode: ServeMode;
 }
 
 /**
- * Validates the flags, in a fixed order (the first refusal wins). `--mcp-events-callback-url` is
- * validated here; webhook delivery is not part of this version, so it turns nothing on yet.
+ * Validates the flags, in a fixed order (the first refusal wins). `--mcp-events-callback-url` may
+ * carry a path (the receiver then serves `<path>/_vigil/mcp-events/<token>`); `http://` stays
+ * accepted (loopback tests, private networks). A query or fragment is refused: the token is
+ * appended to the path.
  */
 export function planServe(flags: ServeFlags): ServePlan {
   const listen = flags.listen === undefined ? null : parseListen(flags.listen);
@@ -89,6 +93,10 @@ export function planServe(flags: ServeFlags): ServePlan {
     if (!URL.canParse(callback) || !/^https?:$/.test(new URL(callback).protocol)) {
       throw usageError("--mcp-events-callback-url: expected an http(s) URL (the public base that routes to the listener)");
     }
+    const url = new URL(callback);
+    if (url.search !== "" || url.hash !== "" || url.username !== "" || url.password !== "") {
+      throw usageError("--mcp-events-callback-url: expected a base URL without user info, query or fragment (the callback token is appended to its path)");
+    }
   }
   const eventsSession = flags["mcp-events-session"];
   if (eventsSession !== undefined && !isValidSessionName(eventsSession)) {
@@ -101,6 +109,7 @@ export function planServe(flags: ServeFlags): ServePlan {
     eventsOwner: listen === null ? session : eventsSession,
     eventsReapable: flags["mcp-events-reapable"] === true,
     transcriptRetainBytes,
+    callbackUrl: callback === undefined ? null : new URL(callback),
     mode: listen === null
       ? { kind: "stdio", session }
       : { kind: "daemon", listen, idleTimeoutSecs: idle === undefined ? DEFAULT_IDLE_TIMEOUT_SECS : Number(idle), maxSessions },

@@ -33,7 +33,7 @@ export async function runServe(flags: ServeFlags): Promise<number> {
       config: plan.config,
       stateDir: plan.stateDir,
       firstSession: plan.mode.kind === "stdio" ? plan.mode.session : undefined,
-      events: { owner: plan.eventsOwner, reapable: plan.eventsReapable },
+      events: { owner: plan.eventsOwner, reapable: plan.eventsReapable, callbackUrl: plan.callbackUrl },
       transcriptRetainBytes: plan.transcriptRetainBytes,
     });
   } finally {

@@ -23,8 +23,12 @@ export interface ServeAppOptions {
    * MCP server starts, so a refusal starts nothing; `openSession` of this name then takes it over.
    */
   firstSession?: string | undefined;
-  /** The session that owns the configured event subscriptions (default: the events service's), and whether the reaper may end live subscriptions. */
-  events?: { owner?: string | undefined; reapable: boolean };
+  /**
+   * The session that owns the configured event subscriptions (default: the events service's),
+   * whether the reaper may end live subscriptions, and `--mcp-events-callback-url` (daemon mode:
+   * webhook delivery).
+   */
+  events?: { owner?: string | undefined; reapable: boolean; callbackUrl?: URL | null };
   /** `--transcript-retain-bytes` (default 1 GiB). */
   transcriptRetainBytes?: number;
 }

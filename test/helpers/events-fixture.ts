@@ -40,6 +40,45 @@ export interface EventsFixtureEnv {
   MCP_FIXTURE_GARBAGE_STDOUT?: boolean;
   MCP_FIXTURE_IGNORE_CANCEL?: boolean;
   MCP_FIXTURE_LOG_FILE?: string;
+  /** Webhook switches (HTTP only). */
+  MCP_FIXTURE_ALLOW_HTTP_CALLBACK?: boolean;
+  MCP_FIXTURE_MAX_TTL_MS?: number;
+  MCP_FIXTURE_ALLOW_NO_EXPIRY?: boolean;
+  MCP_FIXTURE_VERIFY_VIA_WELL_KNOWN?: boolean;
+  MCP_FIXTURE_UNSUBSCRIBE_IDEMPOTENT?: boolean;
+  MCP_FIXTURE_CURSORLESS?: boolean;
+  /** 64 hex characters: the Ed25519 seed of the published JWKS and the `v1a,` signatures. */
+  MCP_FIXTURE_ED25519_SEED?: string;
+  /** Comma-separated waits between attempts in ms (default "200,400,800"; "" = no retry). */
+  MCP_FIXTURE_WEBHOOK_RETRY_MS?: string;
+}
+
+/** One webhook subscription the fixture holds (removed once unsubscribed, deleted by a 410, or terminated). */
+export interface FixtureHook {
+  id: string;
+  principal: string;
+  url: string;
+  name: string;
+  project: string | null;
+  refreshes: number;
+  /** Every `whsec_` secret seen, oldest first (the last one is current). */
+  secrets: string[];
+  /** null: no expiry. */
+  ttl_granted_ms: number | null;
+  refresh_before: string | null;
+  expired: boolean;
+}
+
+/** One delivery attempt (events, redeliveries, backlog, gap and terminated envelopes). */
+export interface FixtureDelivery {
+  /** The webhook-id: the eventId, or msg_<type>_<random> for an envelope. */
+  event_id: string;
+  url: string;
+  /** 0: no HTTP answer (network error, timeout, or a stalled attempt the receiver closed without answering). */
+  status: number;
+  attempt: number;
+  /** A /control/redeliver or a backlog replay after a fresh subscribe. */
+  replay: boolean;
 }
 
 export interface FixtureState {
@@ -79,6 +118,23 @@ export interface FixtureState {
   heartbeats_stopped: boolean;
   /** MCP sessions forgotten by /control/expire_sessions so far. */
   sessions_expired: number;
+  hooks: FixtureHook[];
+  /** The params of every events/unsubscribe received (capped). */
+  unsubscribes: Record<string, unknown>[];
+  /** Endpoint verifications, in order (a well-known miss falls back to a challenge). */
+  verifications: { url: string; via: "challenge" | "well-known"; ok: boolean }[];
+  /** Every webhook attempt, in order (capped at 10,000). */
+  deliveries: FixtureDelivery[];
+  jwks_requests: number;
+  /** JWKS answers that stalled after the headers (/control/jwks {stall: true}). */
+  jwks_stalled: number;
+}
+
+/** What /control/emit and /control/redeliver answer once each hook's first attempt is done. */
+export interface EmitAnswer {
+  event_id: string;
+  seq: number;
+  deliveries: { url: string; status: number }[];
 }
 
 export interface ControlClient {

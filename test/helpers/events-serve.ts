@@ -107,12 +107,18 @@ export async function stdioFixtureEnvironment(
 }
 
 /**
- * `vigil serve --listen 127.0.0.1:0` with the environment's knobs; resolves once listening.
+ * `vigil serve --listen <listen>` (default 127.0.0.1:0) with the environment's knobs; resolves once listening.
  * `vigil` is the argv prefix (default the binary; SERVE_FROM_SOURCE for a test-only seam).
  */
-export async function startEventsDaemon(cleanups: Cleanups, env: EventsEnv, extra: string[] = [], vigil: readonly string[] = [VIGIL_BIN]): Promise<Daemon> {
+export async function startEventsDaemon(
+  cleanups: Cleanups,
+  env: EventsEnv,
+  extra: string[] = [],
+  vigil: readonly string[] = [VIGIL_BIN],
+  listen = "127.0.0.1:0",
+): Promise<Daemon> {
   const client = new LineClient(
-    [...vigil, "serve", "--config", env.configFile, "--state-dir", env.stateDir, "--listen", "127.0.0.1:0", ...extra],
+    [...vigil, "serve", "--config", env.configFile, "--state-dir", env.stateDir, "--listen", listen, ...extra],
     { env: env.env },
   );
   cleanups.add(() => client.dispose());

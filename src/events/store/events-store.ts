@@ -29,6 +29,8 @@ import {
   keyProblem,
   readSnapshotFile,
   SNAPSHOT_LIMITS,
+  type ServerKeysData,
+  serverKeysProblem,
   type SnapshotData,
   type SubscriptionRecord,
   serializeSnapshot,
@@ -69,6 +71,7 @@ export class EventsStore {
   private readonly backlog: LogBacklog;
   private readonly subs: Map<string, SubscriptionRecord>;
   private lastClient: number | null;
+  private keysOfServers: ServerKeysData;
   /** Snapshot generations: bumped on every snapshot change; the written one is what is on disk. */
   private snapGen = 0;
   private snapWrittenGen = 0;
@@ -97,7 +100,8 @@ export class EventsStore {
     this.repairedBytes = replayed.repairedBytes;
     this.subs = new Map(Object.entries(snapshot?.subscriptions ?? {}));
     this.lastClient = snapshot?.last_client_ms ?? null;
-    this.snapLastText = snapshot === undefined ? null : serializeSnapshot(this.subs, this.lastClient);
+    this.keysOfServers = snapshot?.server_keys ?? {};
+    this.snapLastText = snapshot === undefined ? null : serializeSnapshot(this.subs, this.lastClient, this.keysOfServers);
     this.log = new LogFile(logPath(dir), dir, replayed.handle, replayed.size, counters, options.fault);
     this.backlog = new LogBacklog(this.log, 2 * options.maxPendingBytes + COMPACT_MIN_BYTES);
     this.commits = new GroupCommit(() => this.writePass(), () => this.changes);
@@ -239,6 +243,21 @@ export class EventsStore {
     return this.lastClient;
   }
 
+  /** The v1a keys seen per server origin (a copy). */
+  get serverKeys(): ServerKeysData {
+    return structuredClone(this.keysOfServers);
+  }
+
+  /** Replaces the server keys (a change only when they differ); throws invalid_argument past the snapshot's bounds. */
+  setServerKeys(keys: ServerKeysData): void {
+    this.assertOpen();
+    const problem = serverKeysProblem(keys);
+    if (problem !== null) throw new EventsStoreError("invalid_argument", problem);
+    if (JSON.stringify(keys) === JSON.stringify(this.keysOfServers)) return;
+    this.keysOfServers = structuredClone(keys);
+    this.snapshotChanged();
+  }
+
   // ---- durability ----
 
   /** Resolves once every change made before the call is durable; rejects with an EventsStoreError (write_failed) when a write failed. */
@@ -305,7 +324,7 @@ export class EventsStore {
    */
   private async writePass(): Promise<void> {
     const snapGen = this.snapGen;
-    const snapText = snapGen !== this.snapWrittenGen ? serializeSnapshot(this.subs, this.lastClient) : null;
+    const snapText = snapGen !== this.snapWrittenGen ? serializeSnapshot(this.subs, this.lastClient, this.keysOfServers) : null;
     try {
       await this.backlog.write(this.liveBytes, () => Array.from(this.live.values(), (e) => e.line).join(""));
     } catch (e) {

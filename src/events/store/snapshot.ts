@@ -1,7 +1,12 @@
 /**
  * The events snapshot `mcp-events.json` (serve.md §3): small, rewritten whole, never holds events.
  *
- *   {"version":"vigil.mcp-events.v1","subscriptions":{<key>:{cursor,recent,runtime?}},"last_client_ms":n|null}
+ *   {"version":"vigil.mcp-events.v2","subscriptions":{<key>:{cursor,recent,runtime?,webhook?}},
+ *    "server_keys"?:{<origin>:[x,…]},"last_client_ms":n|null}
+ *
+ * v2 adds a subscription's webhook callback (token and the last confirmed secrets, so a delivery
+ * retried across a crash still verifies: events design notes §3.1, §4.4) and the v1a keys seen per
+ * server origin (§4.6). v2 is written; v1 (which has neither) is still read.
  *
  * It is validated on load, strictly (an unknown key is refused rather than dropped, so a rewrite
  * cannot lose what a newer version stored) and within bounds (the file is read whole). A snapshot
@@ -19,10 +24,13 @@ import { readSmallFile } from "../../shared/durable/atomic-file.ts";
 import { isStateError } from "../../shared/durable/state-error.ts";
 import { EVENTS_CONFIG_LIMITS, EVENT_ACTIONS, EVENT_DELIVERIES } from "../config.ts";
 import type { SubscriptionSpec } from "../types.ts";
+import type { WebhookRecord } from "../webhook/types.ts";
 import { EventsStoreError } from "./errors.ts";
 import { EVENTS_SNAPSHOT_FILE } from "./files.ts";
 
-export const SNAPSHOT_VERSION = "vigil.mcp-events.v1";
+export const SNAPSHOT_VERSION = "vigil.mcp-events.v2";
+/** The version before webhook delivery: still read (it holds no `webhook` and no `server_keys`). */
+export const SNAPSHOT_VERSION_V1 = "vigil.mcp-events.v1";
 
 /** Bounds of the snapshot (characters are UTF-16 code units). */
 export const SNAPSHOT_LIMITS = {
@@ -34,6 +42,15 @@ export const SNAPSHOT_LIMITS = {
   /** The dedup window: newest `recent` event ids kept per subscription. */
   recent: 1024,
   eventIdChars: 1024,
+  /** A `whsec_` secret (32 bytes are 50 characters; the draft allows up to 64 bytes). */
+  secretChars: 128,
+  subscriptionIdChars: 1024,
+  refreshBeforeChars: 64,
+  /** `server_keys`: origins, keys per origin, characters of one base64url key (32 bytes are 43). */
+  keyOrigins: 1024,
+  originChars: 2048,
+  keysPerOrigin: 64,
+  serverKeyChars: 64,
 } as const;
 
 export interface SubscriptionRecord {
@@ -42,10 +59,16 @@ export interface SubscriptionRecord {
   recent: string[];
   /** Present for runtime subscriptions (mcp_events_subscribe), which are restored at boot. */
   runtime?: SubscriptionSpec;
+  /** Present for a webhook subscription: its callback token and secrets (v2). */
+  webhook?: WebhookRecord;
 }
+
+/** base64url `x` values of the Ed25519 keys seen per MCP server origin (only ever growing). */
+export type ServerKeysData = Record<string, string[]>;
 
 export interface SnapshotData {
   subscriptions: Record<string, SubscriptionRecord>;
+  server_keys: ServerKeysData;
   last_client_ms: number | null;
 }
 
@@ -79,34 +102,91 @@ const SpecSchema = v.pipe(
   }),
 );
 
-export const RecordSchema = v.pipe(
+// Messages name what was expected, never the value: a secret must not reach an error or a log.
+const SECRET = v.pipe(
+  v.string("expected a whsec_ secret"),
+  v.maxLength(SNAPSHOT_LIMITS.secretChars, `expected a whsec_ secret of at most ${SNAPSHOT_LIMITS.secretChars} characters`),
+  v.regex(/^whsec_[A-Za-z0-9+/]+={0,2}$/, "expected a whsec_ secret (whsec_ and base64)"),
+);
+
+const WebhookSchema = v.pipe(
   v.custom<unknown>(isRecord, "expected an object"),
   v.strictObject({
-    cursor: v.nullable(text(SNAPSHOT_LIMITS.cursorChars)),
-    recent: v.pipe(
-      v.array(text(SNAPSHOT_LIMITS.eventIdChars), "expected an array of event ids"),
-      v.maxLength(SNAPSHOT_LIMITS.recent, `expected at most ${SNAPSHOT_LIMITS.recent} event ids`),
-    ),
-    runtime: v.optional(SpecSchema),
+    token: v.pipe(v.string("expected a route token"), v.regex(/^[0-9a-f]{32}$/, "expected a route token of 32 lowercase hex digits")),
+    secret: SECRET,
+    previous: v.nullable(SECRET),
+    subscription_id: v.nullable(text(SNAPSHOT_LIMITS.subscriptionIdChars)),
+    refresh_before: v.nullable(text(SNAPSHOT_LIMITS.refreshBeforeChars)),
   }),
 );
 
-const SubscriptionsSchema = v.pipe(
-  v.custom<Record<string, unknown>>(isRecord, "expected an object"),
-  // Counted and screened before the entries are validated, so a huge map is refused cheaply.
-  v.check((m) => Object.keys(m).length <= SNAPSHOT_LIMITS.subscriptions, `expected at most ${SNAPSHOT_LIMITS.subscriptions} subscriptions`),
-  v.check((m) => Object.keys(m).every((k) => !RESERVED_KEYS.has(k)), "a subscription key is not supported"),
-  v.record(text(SNAPSHOT_LIMITS.keyChars, 1), RecordSchema),
+const RECORD_V1_ENTRIES = {
+  cursor: v.nullable(text(SNAPSHOT_LIMITS.cursorChars)),
+  recent: v.pipe(
+    v.array(text(SNAPSHOT_LIMITS.eventIdChars), "expected an array of event ids"),
+    v.maxLength(SNAPSHOT_LIMITS.recent, `expected at most ${SNAPSHOT_LIMITS.recent} event ids`),
+  ),
+  runtime: v.optional(SpecSchema),
+};
+
+/** A v2 record; its output lists the keys in this order, which is the order we write. */
+export const RecordSchema = v.pipe(
+  v.custom<unknown>(isRecord, "expected an object"),
+  v.strictObject({ ...RECORD_V1_ENTRIES, webhook: v.optional(WebhookSchema) }),
 );
 
-const SnapshotSchema = v.pipe(
+const RecordV1Schema = v.pipe(v.custom<unknown>(isRecord, "expected an object"), v.strictObject(RECORD_V1_ENTRIES));
+
+function keyedMap<T extends v.GenericSchema>(max: number, what: string, keyChars: number, entry: T) {
+  return v.pipe(
+    v.custom<Record<string, unknown>>(isRecord, "expected an object"),
+    // Counted and screened before the entries are validated, so a huge map is refused cheaply.
+    v.check((m) => Object.keys(m).length <= max, `expected at most ${max} ${what}s`),
+    v.check((m) => Object.keys(m).every((k) => !RESERVED_KEYS.has(k)), `a ${what} key is not supported`),
+    v.record(text(keyChars, 1), entry),
+  );
+}
+
+const ServerKeysSchema = keyedMap(
+  SNAPSHOT_LIMITS.keyOrigins,
+  "server origin",
+  SNAPSHOT_LIMITS.originChars,
+  v.pipe(
+    v.array(
+      v.pipe(
+        text(SNAPSHOT_LIMITS.serverKeyChars, 1),
+        v.regex(/^[A-Za-z0-9_-]+$/, "expected a base64url key"),
+      ),
+      "expected an array of base64url keys",
+    ),
+    v.maxLength(SNAPSHOT_LIMITS.keysPerOrigin, `expected at most ${SNAPSHOT_LIMITS.keysPerOrigin} keys per origin`),
+  ),
+);
+
+const SnapshotV2Schema = v.pipe(
   v.custom<unknown>(isRecord, "expected a JSON object"),
   v.strictObject({
-    version: v.literal(SNAPSHOT_VERSION, `expected version "${SNAPSHOT_VERSION}"`),
-    subscriptions: SubscriptionsSchema,
+    version: v.literal(SNAPSHOT_VERSION, `expected version "${SNAPSHOT_VERSION}" (or "${SNAPSHOT_VERSION_V1}")`),
+    subscriptions: keyedMap(SNAPSHOT_LIMITS.subscriptions, "subscription", SNAPSHOT_LIMITS.keyChars, RecordSchema),
+    server_keys: v.optional(ServerKeysSchema),
     last_client_ms: v.nullable(integer(0)),
   }),
 );
+
+const SnapshotV1Schema = v.pipe(
+  v.custom<unknown>(isRecord, "expected a JSON object"),
+  v.strictObject({
+    version: v.literal(SNAPSHOT_VERSION_V1),
+    subscriptions: keyedMap(SNAPSHOT_LIMITS.subscriptions, "subscription", SNAPSHOT_LIMITS.keyChars, RecordV1Schema),
+    last_client_ms: v.nullable(integer(0)),
+  }),
+);
+
+/** Why these server keys could not be stored, or null (the snapshot's own bounds). */
+export function serverKeysProblem(keys: ServerKeysData): string | null {
+  const r = v.safeParse(ServerKeysSchema, keys);
+  return r.success ? null : `server keys cannot be stored: ${describe(r.issues)}`;
+}
 
 export function snapshotPath(dir: string): string {
   return join(dir, EVENTS_SNAPSHOT_FILE);
@@ -149,20 +229,28 @@ export function copyRecord(record: SubscriptionRecord): SubscriptionRecord {
   }
   const r = v.safeParse(RecordSchema, copy);
   if (!r.success) throw new EventsStoreError("invalid_argument", `subscription record cannot be stored: ${describe(r.issues)}`);
-  return copy as SubscriptionRecord;
+  // The parsed output lists keys in schema order: what a reload of the written file yields.
+  return r.output as SubscriptionRecord;
 }
 
 /** A copy for a caller, so nothing it does reaches the store's own record. */
 export function cloneRecord(record: SubscriptionRecord): SubscriptionRecord {
   const out: SubscriptionRecord = { cursor: record.cursor, recent: record.recent.slice() };
   if (record.runtime !== undefined) out.runtime = structuredClone(record.runtime);
+  if (record.webhook !== undefined) out.webhook = { ...record.webhook };
   return out;
 }
 
-export function serializeSnapshot(subscriptions: ReadonlyMap<string, SubscriptionRecord>, lastClientMs: number | null): string {
+/** The v2 text; `server_keys` only when some key is known. */
+export function serializeSnapshot(
+  subscriptions: ReadonlyMap<string, SubscriptionRecord>,
+  lastClientMs: number | null,
+  serverKeys: ServerKeysData = {},
+): string {
   const subs: Record<string, SubscriptionRecord> = {};
   for (const [key, record] of subscriptions) subs[key] = record;
-  return `${JSON.stringify({ version: SNAPSHOT_VERSION, subscriptions: subs, last_client_ms: lastClientMs })}\n`;
+  const keys = Object.keys(serverKeys).length > 0 ? { server_keys: serverKeys } : {};
+  return `${JSON.stringify({ version: SNAPSHOT_VERSION, subscriptions: subs, ...keys, last_client_ms: lastClientMs })}\n`;
 }
 
 /** Reads and validates the snapshot; undefined when there is none. Throws EventsStoreError naming the file. */
@@ -182,9 +270,18 @@ export function readSnapshotFile(dir: string): SnapshotData | undefined {
   } catch {
     throw invalid(path, "it is not valid JSON");
   }
-  const r = v.safeParse(SnapshotSchema, json);
+  if (isRecord(json) && json.version === SNAPSHOT_VERSION_V1) {
+    const r = v.safeParse(SnapshotV1Schema, json);
+    if (!r.success) throw invalid(path, describe(r.issues));
+    return { subscriptions: r.output.subscriptions as Record<string, SubscriptionRecord>, server_keys: {}, last_client_ms: r.output.last_client_ms };
+  }
+  const r = v.safeParse(SnapshotV2Schema, json);
   if (!r.success) throw invalid(path, describe(r.issues));
-  return { subscriptions: r.output.subscriptions as Record<string, SubscriptionRecord>, last_client_ms: r.output.last_client_ms };
+  return {
+    subscriptions: r.output.subscriptions as Record<string, SubscriptionRecord>,
+    server_keys: r.output.server_keys ?? {},
+    last_client_ms: r.output.last_client_ms,
+  };
 }
 
 function invalid(path: string, why: string): EventsStoreError {

@@ -12,6 +12,7 @@ import type { EventsTuning } from "../ports.ts";
 import type { DedupWindow } from "../rules/dedup.ts";
 import type { EventDelivery, EventOccurrence, GapNotice, SubscriptionSpec } from "../types.ts";
 import type { ServerEvents } from "../wire/server-events.ts";
+import type { WebhookAbility, WebhookAnswer, WebhookRecord } from "../webhook/types.ts";
 
 /** What became of one arriving occurrence. */
 export type Acceptance = "new" | "duplicate" | "full";
@@ -43,9 +44,23 @@ export interface HostedSubscription {
 
 export interface SubscriptionHost {
   readonly tuning: EventsTuning;
-  /** A listener and a callback URL exist (webhook delivery is possible). */
-  readonly canWebhook: boolean;
+  /** Webhook delivery: the routes, the server keys and the callback URLs, or which flag is missing. */
+  readonly webhook: WebhookAbility;
   wire(server: string): ServerEvents;
+  /**
+   * One occurrence that arrived by webhook, decided on decoded JSON: checked once
+   * (rules/occurrence.ts; one that fails is an `invalid_event` gap, answered 200), then `accept`;
+   * its body's `cursor` (a watermark) becomes the subscription's cursor. Answers 200 only once
+   * the pending log holding it is fdatasync'd (group commit, within VIGIL_EVENTS_ACK_TIMEOUT_MS),
+   * 200 for a duplicate, and 503 for a full queue, a failed write or a write past its deadline.
+   * Never rejects.
+   */
+  ingest(sub: HostedSubscription, occurrence: unknown): Promise<WebhookAnswer>;
+  /**
+   * Sets the subscription's webhook state in the snapshot (null: none) for the next commit; the
+   * caller commits when it must be durable (before a route becomes routable).
+   */
+  persistWebhook(sub: HostedSubscription, record: WebhookRecord | null): void;
   /**
    * One occurrence: dedup by eventId, then (unless notify) onto the durable queue — "full" records
    * nothing — then the dedup window, the counters and the `mcp_event` frame. Not yet durable: the

@@ -23,10 +23,12 @@ import { doublingBackoffMs } from "../../shared/backoff.ts";
 import { errorMessage } from "../../shared/errors.ts";
 import type { SubscriptionStatus } from "../frames.ts";
 import { EventsRpcError, classifyEventsError, describeRpcError, toEventsRpcError } from "../rules/errors.ts";
-import { chooseDeliveryMode } from "../rules/negotiate.ts";
+import { chooseDeliveryMode, webhookAbilityOf } from "../rules/negotiate.ts";
 import { DedupWindow } from "../rules/dedup.ts";
 import type { EventDelivery, SubscriptionSpec } from "../types.ts";
 import { EventsRefused } from "../wire/server-events.ts";
+import type { WebhookRecord } from "../webhook/types.ts";
+import { RefreshCallbackError, WebhookLink, runWebhook, unsubscribeWebhook } from "../webhook/webhook-loop.ts";
 import type { HostedSubscription, Origin, SubscriptionHost } from "./host.ts";
 import { type Phase, STARTING, afterFailure, afterStop, isComeback, isFinal, isLive, lastErrorOf, lastUpAt, reportedState } from "./phase.ts";
 import { runPoll } from "./poll-loop.ts";
@@ -56,13 +58,24 @@ export class Subscription implements HostedSubscription {
   /** A backoff wait in progress (its own retry wait, or the push loop's reconnect wait), to end early when the server is connected again. */
   private readonly sleeping: WakeSlot = { wake: null };
   private loop: Promise<void> | null = null;
+  /** Webhook delivery's state, kept across attempts (a retry must not mint a new URL or secret). */
+  readonly webhook: WebhookLink;
   private settleReady!: (error: Error | null) => void;
   /** Resolves with null once up, or with the error that stopped it first. */
   readonly ready: Promise<Error | null>;
 
   constructor(
     private readonly host: SubscriptionHost,
-    init: { key: string; spec: SubscriptionSpec; origin: Origin; restored?: boolean; cursor: string | null; recent: readonly string[] },
+    init: {
+      key: string;
+      spec: SubscriptionSpec;
+      origin: Origin;
+      restored?: boolean;
+      cursor: string | null;
+      recent: readonly string[];
+      /** The snapshot's webhook record (token and secrets reused, so retried deliveries still verify). */
+      webhook?: WebhookRecord | null;
+    },
     private readonly now: () => number = Date.now,
   ) {
     this.key = init.key;
@@ -71,6 +84,7 @@ export class Subscription implements HostedSubscription {
     this.restored = init.restored === true;
     this.cursor = init.cursor;
     this.dedup = new DedupWindow(init.recent);
+    this.webhook = new WebhookLink(init.webhook);
     this.ready = new Promise((resolve) => (this.settleReady = resolve));
   }
 
@@ -172,11 +186,11 @@ export class Subscription implements HostedSubscription {
       cursor: this.cursor,
       delivered: this.delivered,
       duplicates: this.duplicates,
-      refreshes: 0,
+      refreshes: this.webhook.state.refreshes,
       last_error: this.lastError,
-      refresh_before: null,
-      subscription_id: null,
-      delivery_status: null,
+      refresh_before: this.webhook.state.refreshBefore,
+      subscription_id: this.webhook.state.subscriptionId,
+      delivery_status: this.webhook.state.grant?.deliveryStatus ?? null,
     };
   }
 
@@ -196,11 +210,14 @@ export class Subscription implements HostedSubscription {
       }
       const wasUp = this.up;
       const verdict = this.judge(failure, wasUp, forbidden);
+      // The subscription is not going on as it was: its callback answers 410 until it is back.
+      if (verdict.permanent || verdict.ended || verdict.rediscover) this.webhook.drop();
       forbidden = verdict.forbidden ? forbidden + 1 : 0;
       if (wasUp) attempt = 0;
       if (lastUpAt(this.current) === null && this.origin === "runtime" && !this.restored) {
         // The command that made it is still waiting: it fails, and nothing is kept.
         this.current = { kind: "stopped", lastError: verdict.message };
+        this.webhook.drop();
         this.settleReady(new Error(verdict.message));
         this.host.retired(this);
         return;
@@ -209,6 +226,8 @@ export class Subscription implements HostedSubscription {
       if (wait === null) return;
       await abortableSleep(wait, signal, this.sleeping);
     }
+    // A graceful stop (explicit unsubscribe, teardown, shutdown): the server stops delivering too.
+    await unsubscribeWebhook(this.host, this, this.webhook);
   }
 
   private async runOnce(signal: AbortSignal): Promise<void> {
@@ -224,10 +243,12 @@ export class Subscription implements HostedSubscription {
       // Transient: a stream slot frees up when another subscription ends.
       throw new EventsRpcError(-32603, "no push stream slot is free over HTTP (VIGIL_EVENTS_MAX_HTTP_STREAMS)");
     }
-    const choice = chooseDeliveryMode(descriptor.delivery, this.spec.delivery, { webhook: this.host.canWebhook, push: canStream });
+    const choice = chooseDeliveryMode(descriptor.delivery, this.spec.delivery, { webhook: webhookAbilityOf(this.host.webhook), push: canStream });
     if ("error" in choice) throw new EventsRefused(choice.error);
-    if (choice.mode === "webhook") throw new EventsRefused("webhook delivery is not available in this version of vigil serve");
     this.mode = choice.mode;
+    if (choice.mode === "webhook") return runWebhook(this.host, this, signal, this.webhook);
+    // Webhook no longer fits (the descriptor changed): the server's webhook subscription goes too.
+    await unsubscribeWebhook(this.host, this, this.webhook);
     if (choice.mode === "push") await runPush(this.host, this, signal, { wake: this.sleeping });
     else await runPoll(this.host, this, signal);
   }
@@ -236,7 +257,8 @@ export class Subscription implements HostedSubscription {
     if (failure instanceof EventsRefused) {
       return { message: failure.message, permanent: true, forbidden: false, rediscover: false, ended: false, error: null };
     }
-    const c = classifyEventsError(failure.code, failure.data);
+    // A CallbackEndpointError on a refresh is retried in place (design notes §4.4), not an end.
+    const c = failure instanceof RefreshCallbackError ? classifyEventsError(0, undefined) : classifyEventsError(failure.code, failure.data);
     const ended = failure instanceof EventsTerminated || (wasUp && c.terminal);
     const message = describeRpcError(failure.code, failure.message, failure.data);
     const permanent = (c.permanent && !c.rediscover) || (c.forbidden && forbiddenSoFar + 1 >= MAX_FORBIDDEN_IN_A_ROW);

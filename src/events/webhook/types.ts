@@ -95,6 +95,8 @@ export interface WebhookRoutes {
   inUse(token: string): boolean;
   /** Counts a refusal (surfaced in `/v1/health` and, later, metrics). */
   refused(why: WebhookRefusal): void;
+  /** Counts a delivery answered 2xx: the receiver counts `accepted` and `verifications`; `duplicates` whoever knows one. */
+  succeeded(what: "accepted" | "duplicates" | "verifications"): void;
   readonly counters: Readonly<Record<WebhookRefusal | "accepted" | "duplicates" | "verifications", number>>;
 }
 
@@ -110,6 +112,23 @@ export interface ServerKeys {
   add(origin: string, xs: readonly string[]): boolean;
   /** Every origin's keys as base64url `x` values (the snapshot's `server_keys`). */
   exported(): Record<string, string[]>;
+}
+
+/**
+ * A webhook subscription's state as the snapshot keeps it (`SubscriptionRecord.webhook`), so a
+ * delivery the server retries across a crash still finds its route and verifies.
+ */
+export interface WebhookRecord {
+  /** The callback's routing token (WebhookRoute.token). */
+  token: string;
+  /** The last secret the server confirmed (for a subscription never confirmed yet: the one sent first). */
+  secret: string;
+  /** The confirmed secret before it (exactly one previous generation), or null. */
+  previous: string | null;
+  /** The server-derived id from the last stored subscribe answer, or null before one. */
+  subscription_id: string | null;
+  /** The last grant's `refreshBefore` (ISO 8601), or null (no expiry, or before one). */
+  refresh_before: string | null;
 }
 
 /** What the webhook loop and the receiver need from the process (serve's events service provides it). */

@@ -158,6 +158,30 @@ export class ServerEvents {
   }
 
   /**
+   * One `events/subscribe` (webhook mode; a refresh is the same call with the same key): the raw
+   * result, validated by the caller (webhook/webhook-loop.ts). The server verifies the callback
+   * inside this call, so it is a unary request with the RPC timeout like a poll.
+   */
+  subscribe(params: Record<string, unknown>, signal?: AbortSignal): Promise<Record<string, unknown>> {
+    return this.request(this.connection(), "events/subscribe", params, signal);
+  }
+
+  /** One `events/unsubscribe`, bounded by `timeoutMs` (a graceful stop must not hang on a slow server). */
+  unsubscribe(params: Record<string, unknown>, signal: AbortSignal | undefined, timeoutMs: number): Promise<Record<string, unknown>> {
+    return this.request(this.connection(), "events/unsubscribe", params, signal, timeoutMs);
+  }
+
+  /**
+   * The origin (`https://host:port`) of the server's configured HTTP URL, whose published keys bind
+   * `v1a` signatures (design notes §4.6); null for stdio servers (no identity to enforce).
+   */
+  get origin(): string | null {
+    const config = this.pool.serverConfig(this.server);
+    if (config?.transport !== "http" || !URL.canParse(config.url)) return null;
+    return new URL(config.url).origin;
+  }
+
+  /**
    * Opens one `events/stream`. Its notifications arrive in the returned stream's queue (bounded by
    * `capacity`), then its end. `close()` on the stream cancels the request.
    */

@@ -6,6 +6,7 @@
  * facts (server states from the pool's supervision, the session count, the open session names).
  */
 import type { ServerStateReport } from "../../mcp/server-pool.ts";
+import type { WebhookRefusal, WebhookRoutes } from "../../events/webhook/types.ts";
 
 /** One MCP server as the pool's supervision reports it (McpServerPool.serverStates()). */
 export type ServerState = ServerStateReport;
@@ -20,11 +21,22 @@ export interface HealthFacts {
   eventsSessionRunning: boolean;
   /** Milliseconds until the events session is restarted, when a restart is scheduled. */
   eventsRestartInMs?: number | undefined;
+  /** The webhook receiver's counters, when a callback URL is configured. */
+  webhook?: WebhookRoutes["counters"] | undefined;
+}
+
+/** What the receiver answered so far: informational, never a reason for `ok:false` (a refused sender is not our fault). */
+export interface WebhookHealth {
+  accepted: number;
+  duplicates: number;
+  verifications: number;
+  refused: Record<WebhookRefusal, number>;
 }
 
 export interface HealthReport {
   ok: boolean;
   reasons: string[];
+  webhook?: WebhookHealth;
 }
 
 export function healthReport(f: HealthFacts): HealthReport {
@@ -42,5 +54,12 @@ export function healthReport(f: HealthFacts): HealthReport {
     const restart = f.eventsRestartInMs === undefined ? "" : ` (restarting in ${Math.ceil(f.eventsRestartInMs / 1000)} s)`;
     reasons.push(`the events session ${JSON.stringify(f.eventsSession)} is not running${restart}`);
   }
-  return { ok: reasons.length === 0, reasons };
+  const report: HealthReport = { ok: reasons.length === 0, reasons };
+  if (f.webhook !== undefined) report.webhook = webhookHealth(f.webhook);
+  return report;
+}
+
+function webhookHealth(counters: WebhookRoutes["counters"]): WebhookHealth {
+  const { accepted, duplicates, verifications, ...refused } = counters;
+  return { accepted, duplicates, verifications, refused };
 }

@@ -3,7 +3,9 @@
  *
  *   POST /v1/sessions/<name>/commands   one JSON command → its `response` frame as JSON
  *   GET  /v1/sessions/<name>/frames     SSE stream of frames (`?since=<seq>` replays)
- *   GET  /v1/health                     {ok, reasons, sessions, max_sessions, version} — always 200 (health.ts)
+ *   GET  /v1/health                     {ok, reasons, sessions, max_sessions, version, webhook?} — always 200 (health.ts)
+ *   POST <callback path>/_vigil/mcp-events/<token>, GET /.well-known/mcp-webhook-receiver.json
+ *                                       webhook deliveries, with a callback URL (webhook-receiver.ts)
  *
  * Bad requests get a JSON body `{error:{code,message}}`: 404 unknown path, 405 wrong method, 400 bad
  * session name / bad `since` (not an integer; or beyond the session's last seq, then the error also
@@ -27,6 +29,7 @@ import { prunedBody, sincePruned } from "../state/transcript-pruned.ts";
 import type { HealthReport } from "./health.ts";
 import { type SessionRegistry, TooManySessions } from "./registry.ts";
 import { SseStream } from "./sse.ts";
+import type { WebhookReceiver } from "./webhook-receiver.ts";
 
 export const MAX_COMMAND_BYTES = PROTOCOL_LIMITS.commandBytes;
 /** The listener's hard cap (see the header). */
@@ -46,7 +49,8 @@ export interface DaemonHandler {
   endStreamsOf(name: string): void;
 }
 
-export function createDaemonHandler(app: ServeApp, registry: SessionRegistry, health: () => HealthReport): DaemonHandler {
+/** `webhook`: the receiver of webhook deliveries (webhook-receiver.ts), when a callback URL is configured. */
+export function createDaemonHandler(app: ServeApp, registry: SessionRegistry, health: () => HealthReport, webhook: WebhookReceiver | null = null): DaemonHandler {
   const streams = new Map<SseStream, string>();
 
   async function fetch(req: Request, server: Server<undefined>): Promise<Response> {
@@ -56,7 +60,7 @@ export function createDaemonHandler(app: ServeApp, registry: SessionRegistry, he
       return Response.json({ ...health(), sessions: registry.size, max_sessions: registry.maxSessions, version: app.version });
     }
     const m = SESSION_PATH.exec(url.pathname);
-    if (m === null) return jsonError(404, "not_found", `no such endpoint: ${req.method} ${url.pathname.slice(0, 200)}`);
+    if (m === null) return webhook?.handle(req, url, server) ?? jsonError(404, "not_found", `no such endpoint: ${req.method} ${url.pathname.slice(0, 200)}`);
     const name = safeDecode(m[1]!);
     if (name === null || !isValidSessionName(name)) {
       return jsonError(400, "invalid_session_name", "invalid session name: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit, without '..'");

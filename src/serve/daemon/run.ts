@@ -21,6 +21,7 @@ import { healthReport } from "./health.ts";
 import { type ListenAddress, listenUrl } from "./listen.ts";
 import { SessionRegistry } from "./registry.ts";
 import { SessionRestarts } from "./restarts.ts";
+import { daemonWebhook } from "./webhook-wiring.ts";
 
 const STOP_MS = 2000;
 
@@ -61,6 +62,7 @@ export async function runDaemonMode(app: ServeApp, o: DaemonOptions): Promise<nu
     (await registry.acquire(name, { uncapped: true })).release();
   });
   const eventsSession = app.events.hasConfigured ? app.events.owner : null;
+  const webhook = daemonWebhook(app);
   const health = () =>
     healthReport({
       servers: app.serverStates(),
@@ -69,8 +71,9 @@ export async function runDaemonMode(app: ServeApp, o: DaemonOptions): Promise<nu
       eventsSession,
       eventsSessionRunning: eventsSession !== null && app.sessionNames().includes(eventsSession),
       eventsRestartInMs: eventsSession === null ? undefined : restarts.restartInMs(eventsSession),
+      webhook: webhook?.routes.counters,
     });
-  const handler = createDaemonHandler(app, registry, health);
+  const handler = createDaemonHandler(app, registry, health, webhook?.receiver ?? null);
   const offEnded = app.onSessionEnded((name, restart) => {
     registry.forget(name);
     handler.endStreamsOf(name);
@@ -103,7 +106,8 @@ export async function runDaemonMode(app: ServeApp, o: DaemonOptions): Promise<nu
   });
   const port = server.port ?? o.listen.port;
   writeSync(2, `vigil serve listening ${listenUrl(o.listen.hostname, port)}\n`);
-  void wakeBootSessions(app, registry);
+  const wake = () => wakeBootSessions(app, registry);
+  void (webhook === null ? wake() : webhook.restoring(wake));
 
   await signalled;
   offEnded();

@@ -60,7 +60,7 @@ test("an exception escaping a subscription's loop goes to the host's fault, and 
   const faults: unknown[] = [];
   const host = {
     tuning: { retryCapMs: 1000, refusedRetryMs: 1000, healthyMs: 1000 },
-    canWebhook: false,
+    webhook: { available: false, missing: "--mcp-events-callback-url" },
     wire: () => {
       throw new Error("not connected");
     },

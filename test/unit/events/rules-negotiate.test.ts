@@ -1,8 +1,10 @@
 import { describe, expect, test } from "bun:test";
 import { chooseDeliveryMode, offeredModes } from "../../../src/events/rules/negotiate.ts";
 
-const ALL = { webhook: true, push: true };
-const NO_WEBHOOK = { webhook: false, push: true };
+const ALL = { webhook: true, push: true } as const;
+const STDIO = { missing: "serve --listen and --mcp-events-callback-url" };
+const NO_CALLBACK = { missing: "--mcp-events-callback-url" };
+const NO_WEBHOOK = { webhook: STDIO, push: true };
 
 describe("chooseDeliveryMode", () => {
   test("prefers webhook, then push, then poll, among modes offered and usable", () => {
@@ -28,16 +30,24 @@ describe("chooseDeliveryMode", () => {
     expect(chooseDeliveryMode([], "poll", ALL)).toEqual({ error: "the server does not offer poll delivery for this event (it offers: none)" });
   });
 
-  test("forced webhook without a listener and callback URL names the flags", () => {
-    const result = chooseDeliveryMode(["webhook", "poll"], "webhook", NO_WEBHOOK);
-    expect("error" in result && result.error).toContain("--listen");
-    expect("error" in result && result.error).toContain("--mcp-events-callback-url");
+  test("forced webhook without the flags names exactly the missing ones, and only then", () => {
+    expect(chooseDeliveryMode(["webhook", "poll"], "webhook", NO_WEBHOOK)).toEqual({
+      error: "webhook delivery needs serve --listen and --mcp-events-callback-url",
+    });
+    expect(chooseDeliveryMode(["webhook", "poll"], "webhook", { webhook: NO_CALLBACK, push: true })).toEqual({
+      error: "webhook delivery needs --mcp-events-callback-url",
+    });
+    // Both flags given: webhook is used, never refused with the old text.
     expect(chooseDeliveryMode(["webhook"], "webhook", ALL)).toEqual({ mode: "webhook" });
+    expect(chooseDeliveryMode(["webhook", "push", "poll"], "webhook", { webhook: true, push: false })).toEqual({ mode: "webhook" });
   });
 
   test("nothing fits: one error listing the offer, with the webhook hint when it would help", () => {
-    expect(chooseDeliveryMode(["webhook"], undefined, NO_WEBHOOK)).toEqual({
+    expect(chooseDeliveryMode(["webhook"], undefined, { webhook: NO_CALLBACK, push: true })).toEqual({
       error: "no compatible delivery mode (the server offers: webhook; webhook needs --mcp-events-callback-url)",
+    });
+    expect(chooseDeliveryMode(["webhook"], undefined, NO_WEBHOOK)).toEqual({
+      error: "no compatible delivery mode (the server offers: webhook; webhook needs serve --listen and --mcp-events-callback-url)",
     });
     expect(chooseDeliveryMode(["push"], undefined, { webhook: true, push: false })).toEqual({
       error: "no compatible delivery mode (the server offers: push)",

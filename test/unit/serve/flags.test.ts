@@ -22,6 +22,7 @@ describe("planServe", () => {
       eventsOwner: "default",
       eventsReapable: false,
       transcriptRetainBytes: 1024 * 1024 * 1024,
+      callbackUrl: null,
       mode: { kind: "stdio", session: "default" },
     });
     expect(planServe({ "transcript-retain-bytes": "0" }).transcriptRetainBytes).toBe(0);
@@ -35,6 +36,12 @@ describe("planServe", () => {
     expect(plan.eventsReapable).toBe(true);
     expect(plan.config).toBe("c.json");
     expect(planServe({ listen: "127.0.0.1:0" }).eventsOwner).toBeUndefined();
+    expect(planServe({ listen: "127.0.0.1:0" }).callbackUrl).toBeNull();
+  });
+
+  test("--mcp-events-callback-url reaches the plan, path included (http:// stays accepted)", () => {
+    expect(planServe({ listen: "8080", "mcp-events-callback-url": "https://edge.example.com/agent/" }).callbackUrl?.href).toBe("https://edge.example.com/agent/");
+    expect(planServe({ listen: "8080", "mcp-events-callback-url": "http://127.0.0.1:9/" }).callbackUrl?.href).toBe("http://127.0.0.1:9/");
   });
 
   test("each refusal is a usage error (exit 2) naming the flag", () => {
@@ -45,6 +52,8 @@ describe("planServe", () => {
       [{ "session-idle-timeout": "-1" }, "--session-idle-timeout: expected whole seconds"],
       [{ "mcp-events-callback-url": "https://agent.example.com" }, "--mcp-events-callback-url requires --listen"],
       [{ listen: "8080", "mcp-events-callback-url": "ftp://x" }, "--mcp-events-callback-url: expected an http(s) URL"],
+      [{ listen: "8080", "mcp-events-callback-url": "https://edge.example.com/a?b=1" }, "--mcp-events-callback-url: expected a base URL without user info, query or fragment"],
+      [{ listen: "8080", "mcp-events-callback-url": "https://u:p@edge.example.com/" }, "--mcp-events-callback-url: expected a base URL without user info, query or fragment"],
       [{ "mcp-events-session": "" }, "--mcp-events-session: invalid session name"],
       [{ "transcript-retain-bytes": "1G" }, "--transcript-retain-bytes: expected a whole number of bytes"],
       [{ "transcript-retain-bytes": "-1" }, "--transcript-retain-bytes: expected a whole number of bytes"],
