@@ -119,7 +119,8 @@ export class HubWebhooks {
     // The body's cursor is a watermark (wire notes §18 rule 8): the most recently received one is kept.
     if (moves && cursor !== null) sub.cursor = cursor;
     this.scheduleFlush();
-    return this.durable();
+    const answer = await this.durable();
+    return !moves && answer.status === 200 ? { ...answer, duplicate: true } : answer;
   }
 
   /** Stops the debounce (the hub is closing; its final commit carries the windows). */

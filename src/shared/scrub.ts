@@ -23,6 +23,14 @@ import { mapStrings } from "./map-strings.ts";
 /** What a secret is replaced by. */
 export const REDACTED = "<redacted>";
 
+/**
+ * Webhook secrets (`whsec_` + base64) are scrubbed by their shape, not registered one by one: serve
+ * mints a new one per subscription at every refresh, and a set that grows for months is what the
+ * scrubber must not be. A server that echoes one (in an error, a termination) is scrubbed anyway.
+ */
+const WEBHOOK_SECRET_PREFIX = "whsec_";
+const WEBHOOK_SECRET = /whsec_[A-Za-z0-9+/=_-]{8,}/g;
+
 /** Shorter values are not scrubbed (see the header). */
 export const MIN_SECRET_CHARS = 8;
 
@@ -53,11 +61,11 @@ export class Scrubber {
     return this.forms.length === 0;
   }
 
-  /** `text` with every occurrence of every secret replaced by REDACTED. */
+  /** `text` with every occurrence of every secret, and every webhook secret, replaced by REDACTED. */
   text(text: string): string {
     let out = text;
     for (const form of this.forms) if (out.includes(form)) out = out.split(form).join(REDACTED);
-    return out;
+    return out.includes(WEBHOOK_SECRET_PREFIX) ? out.replace(WEBHOOK_SECRET, REDACTED) : out;
   }
 
   /**

@@ -54,6 +54,9 @@ test("events reach the model over webhook: the challenge is answered, one run ca
   await waitRuns(stack.env.model, inBatch("wh-2"));
   expect(frames.frames.filter(isEventFrame("wh-1"))).toHaveLength(1);
   expect(runsFor(stack.env.model, inBatch("wh-1"))).toBe(1);
+  // /v1/health counts them apart: two events stored, one duplicate, one verification.
+  const health = (await (await fetch(`${stack.daemon.base}/v1/health`)).json()) as { webhook: Record<string, unknown> };
+  expect(health.webhook).toMatchObject({ accepted: 2, duplicates: 1, verifications: 1 });
 });
 
 test("a 2.5 s refreshBefore is refreshed in time, repeatedly, with the same key and a new secret each time", async () => {

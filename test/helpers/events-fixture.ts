@@ -128,6 +128,8 @@ export interface FixtureState {
   jwks_requests: number;
   /** JWKS answers that stalled after the headers (/control/jwks {stall: true}). */
   jwks_stalled: number;
+  /** Of those, the ones whose connection the client closed (the fixture's stall cut short). */
+  jwks_stalls_closed: number;
 }
 
 /** What /control/emit and /control/redeliver answer once each hook's first attempt is done. */

@@ -46,6 +46,8 @@ export interface WebhookStackOptions {
   extraArgs?: string[];
   /** The argv prefix (default the compiled binary). */
   vigil?: readonly string[];
+  /** Runs once the fixture is up and before vigil first starts (e.g. a /control/jwks mode for the first subscribe). */
+  beforeStart?: (fixture: EventsFixture) => Promise<void>;
 }
 
 export interface PostSignedOptions {
@@ -94,6 +96,7 @@ export async function startWebhookStack(cleanups: Cleanups, o: WebhookStackOptio
   const callbackUrl = `${base}${o.callbackPath ?? ""}`;
   const start = () =>
     startEventsDaemon(cleanups, env, ["--mcp-events-callback-url", callbackUrl, ...(o.extraArgs ?? [])], o.vigil ?? [VIGIL_BIN], `127.0.0.1:${port}`);
+  await o.beforeStart?.(fixture);
   let daemon = await start();
   return {
     fixture,

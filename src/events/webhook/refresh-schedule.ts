@@ -4,7 +4,7 @@
  *
  * - At ¾ of the time remaining until `refreshBefore`, and never sooner than 500 ms — unless 500 ms
  *   would not be strictly before it: a grant of a few hundred milliseconds still refreshes in
- *   time. Past `refreshBefore` already: at once.
+ *   time. Past `refreshBefore` already: at once. Never later than hourly (as for null).
  * - `refreshBefore: null` (no expiry): hourly anyway, because the refresh is where the cursor
  *   advances and `deliveryStatus` is read (wire notes §9.4).
  * - An unparseable value: in 30 s, with a problem text for a status frame (naming its length,
@@ -40,7 +40,9 @@ export function parseRfc3339(text: string): number | null {
     offsetMinutes = (m[9] === "-" ? -1 : 1) * (oh * 60 + om);
   }
   const fraction = m[7] === undefined ? 0 : Number(`0.${m[7].slice(0, 9)}`) * 1000;
-  return Date.UTC(year, month - 1, day, hour, minute, second) + Math.floor(fraction) - offsetMinutes * 60_000;
+  // Date.UTC reads years 0–99 as 1900–1999: set the year on its own.
+  const utc = new Date(Date.UTC(2000, month - 1, day, hour, minute, second)).setUTCFullYear(year);
+  return utc + Math.floor(fraction) - offsetMinutes * 60_000;
 }
 
 function daysIn(year: number, month: number): number {
@@ -60,7 +62,9 @@ export function refreshDelayMs(refreshBefore: string | null, nowMs: number): { d
   }
   const remaining = at - nowMs;
   if (remaining <= 0) return { delayMs: 0, problem: null };
-  let delay = Math.floor(remaining * 0.75);
+  // Never later than hourly: the null case's reason holds for a far-off expiry too, and a timer
+  // past 2^31-1 ms fires at once (a grant ~33 days out would otherwise refresh in a hot loop).
+  let delay = Math.min(Math.floor(remaining * 0.75), NO_EXPIRY_REFRESH_MS);
   if (delay < MIN_DELAY_MS && MIN_DELAY_MS < remaining) delay = MIN_DELAY_MS;
   return { delayMs: delay, problem: null };
 }

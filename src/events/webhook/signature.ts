@@ -68,7 +68,8 @@ function decodeEntry(entry: string, version: string, bytes: number): Buffer | nu
   const text = entry.slice(version.length);
   if (!STRICT_BASE64.test(text)) return null;
   const raw = Buffer.from(text, "base64");
-  return raw.length === bytes ? raw : null;
+  // Canonical only (padding present, zero pad bits), as the library compares the encoded text.
+  return raw.length === bytes && raw.toString("base64") === text ? raw : null;
 }
 
 function hmacMatches(entries: readonly string[], signed: Buffer, secrets: readonly string[]): boolean {

@@ -29,6 +29,8 @@ export type WebhookBody =
 export interface WebhookAnswer {
   status: number;
   body?: Record<string, unknown>;
+  /** A 2xx for an event that was stored already (counted as a duplicate, not as accepted). */
+  duplicate?: true;
 }
 
 /** `pending`: registered before `events/subscribe` is sent — only a verification is answered, events get 503. */

@@ -163,7 +163,7 @@ export function createWebhookReceiver(o: WebhookReceiverOptions): WebhookReceive
     if (route.stage === "pending" && decoded.kind !== "verification") return refuse("not_routable");
     const answer = await answerOf(route, decoded);
     if (answer.status >= 200 && answer.status < 300) {
-      o.routes.succeeded(decoded.kind === "verification" ? "verifications" : "accepted");
+      o.routes.succeeded(decoded.kind === "verification" ? "verifications" : answer.duplicate === true ? "duplicates" : "accepted");
     } else {
       o.routes.refused("not_stored");
       refusals.note("not_stored");

@@ -72,3 +72,10 @@ describe("the process-wide set", () => {
     expect(scrubValue({ data: { reason: secret } })).toEqual({ data: { reason: REDACTED } });
   });
 });
+
+test("webhook secrets are scrubbed by shape, also with no secret registered", async () => {
+  const { Scrubber, REDACTED } = await import("../../../src/shared/scrub.ts");
+  const s = new Scrubber([]);
+  expect(s.text("sent whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8= to it")).toBe(`sent ${REDACTED} to it`);
+  expect(s.text("the word whsec_ alone stays")).toBe("the word whsec_ alone stays");
+});
