@@ -17,6 +17,8 @@ import { boundText, boundValue } from "../rules/server-text.ts";
 import type { WebhookBody } from "./types.ts";
 
 const MAX_CHALLENGE_CHARS = 1024;
+/** JSON-RPC InternalError: the code of a termination that names none. */
+const INTERNAL_ERROR = -32603;
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 export function decodeWebhookBody(bytes: Uint8Array): WebhookBody | null {
@@ -46,11 +48,17 @@ export function decodeWebhookBody(bytes: Uint8Array): WebhookBody | null {
   }
 }
 
-/** The envelope's JSON-RPC error as a `terminated` frame carries it, or null when it has none usable. */
+/**
+ * The envelope's JSON-RPC error as a `terminated` frame carries it; null when absent or not an
+ * object. A malformed code or message is filled in as a push termination's is
+ * (subscription/push-loop.ts: -32603, "terminated"), so what the server did say (its `data`, its
+ * message) still reaches the status frame.
+ */
 function terminationError(raw: unknown): { code: number; message: string; data?: unknown } | null {
-  if (!isRecord(raw) || typeof raw.code !== "number" || !Number.isSafeInteger(raw.code)) return null;
-  const message = typeof raw.message === "string" ? boundText(scrubText(raw.message)) : "";
-  const error: { code: number; message: string; data?: unknown } = { code: raw.code, message };
+  if (!isRecord(raw)) return null;
+  const code = typeof raw.code === "number" && Number.isSafeInteger(raw.code) ? raw.code : INTERNAL_ERROR;
+  const message = typeof raw.message === "string" ? boundText(scrubText(raw.message)) : "terminated";
+  const error: { code: number; message: string; data?: unknown } = { code, message };
   if (raw.data !== undefined) error.data = boundValue(raw.data, scrubText);
   return error;
 }

@@ -12,6 +12,7 @@
  */
 import * as v from "valibot";
 import { errorMessage } from "../../shared/errors.ts";
+import { readWithin } from "../../shared/read-within.ts";
 import { parseStrictJson } from "../../shared/strict-json.ts";
 import { abortableSleep } from "../subscription/sleep.ts";
 import { type ServerKeys, WEBHOOK_LIMITS } from "./types.ts";
@@ -45,7 +46,7 @@ export async function fetchJwks(origin: string, o: FetchJwksOptions): Promise<Jw
   const forward = () => controller.abort(o.signal?.reason);
   o.signal?.addEventListener("abort", forward, { once: true });
   try {
-    return await fetchWithin(new URL(JWKS_PATH, origin), controller.signal, o.fetch ?? fetch);
+    return await fetchWithin(new URL(JWKS_PATH, origin), controller.signal, o.fetch ?? fetch, Math.max(0, o.timeoutMs));
   } catch (e) {
     return { kind: "failed", reason: failureReason(e, controller.signal) };
   } finally {
@@ -56,7 +57,7 @@ export async function fetchJwks(origin: string, o: FetchJwksOptions): Promise<Jw
   }
 }
 
-async function fetchWithin(url: URL, signal: AbortSignal, doFetch: typeof fetch): Promise<JwksResult> {
+async function fetchWithin(url: URL, signal: AbortSignal, doFetch: typeof fetch, timeoutMs: number): Promise<JwksResult> {
   const response = await doFetch(url, { method: "GET", redirect: "manual", signal, headers: { accept: "application/json" } });
   if (response.status === 404 || response.status === 410) {
     await discard(response);
@@ -71,36 +72,11 @@ async function fetchWithin(url: URL, signal: AbortSignal, doFetch: typeof fetch)
     await discard(response);
     return { kind: "failed", reason: tooLarge() };
   }
-  const body = await readCapped(response, WEBHOOK_LIMITS.jwksBytes);
-  if (body === null) return { kind: "failed", reason: tooLarge() };
-  return decodeJwks(body);
-}
-
-/** The body, read chunk by chunk up to `cap` bytes; null past the cap (the rest is never read). */
-async function readCapped(response: Response, cap: number): Promise<Uint8Array | null> {
-  if (response.body === null) return new Uint8Array(0);
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (size > cap) return null;
-      chunks.push(value);
-    }
-  } finally {
-    // A body left half-read holds its connection: cancel it (a no-op once it was read to the end).
-    reader.cancel().catch(() => {});
-  }
-  const body = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    body.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return body;
+  // Grown as bytes arrive, capped; the one deadline (the signal) also ends a stalled body.
+  const body = await readWithin(response.body, { maxBytes: WEBHOOK_LIMITS.jwksBytes, deadlineMs: timeoutMs });
+  if (body.kind === "too_large") return { kind: "failed", reason: tooLarge() };
+  if (body.kind !== "ok") throw new Error("the body did not arrive whole");
+  return decodeJwks(body.bytes);
 }
 
 /** The `x` of every Ed25519 key in a JWK set; anything that is not a JWK set is a failure. */

@@ -4,7 +4,7 @@
  *
  * - At ¾ of the time remaining until `refreshBefore`, and never sooner than 500 ms — unless 500 ms
  *   would not be strictly before it: a grant of a few hundred milliseconds still refreshes in
- *   time. Past `refreshBefore` already: at once. Never later than hourly (as for null).
+ *   time. Past `refreshBefore` already: in 500 ms (never a tight loop). Never later than hourly.
  * - `refreshBefore: null` (no expiry): hourly anyway, because the refresh is where the cursor
  *   advances and `deliveryStatus` is read (wire notes §9.4).
  * - An unparseable value: in 30 s, with a problem text for a status frame (naming its length,
@@ -16,11 +16,11 @@ const UNPARSEABLE_RETRY_MS = 30_000;
 const MAX_TEXT = 64;
 
 const RFC3339 =
-  /^([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt ]([0-9]{2}):([0-9]{2})(?::([0-9]{2})(?:\.([0-9]+))?)?(?:([Zz])|([+-])([0-9]{2})(?::?([0-9]{2}))?)$/;
+  /^([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt ]([0-9]{2}):([0-9]{2})(?::([0-9]{2})(?:\.([0-9]+))?)?(?:([Zz])|([+-])([0-9]{2})(?::?([0-9]{2}))?)?$/;
 
 /**
  * Milliseconds since the epoch of an RFC 3339 date-time, leniently in its syntax (`T`, `t` or a
- * space; seconds optional; a fraction of any length; `Z`, `±HH:MM`, `±HHMM` or `±HH`) and
+ * space; seconds optional; a fraction of any length; `Z`, `±HH:MM`, `±HHMM`, `±HH`, or none — read as UTC) and
  * strictly in its values (no month 13, 30 February or hour 24). null when it is none.
  */
 export function parseRfc3339(text: string): number | null {
@@ -33,7 +33,8 @@ export function parseRfc3339(text: string): number | null {
   // 60: a leap second.
   if (hour > 23 || minute > 59 || second > 60) return null;
   let offsetMinutes = 0;
-  if (m[8] === undefined) {
+  // No offset at all: read as UTC (servers write ISO 8601 loosely; guessing the local zone would be worse).
+  if (m[8] === undefined && m[9] !== undefined) {
     const oh = Number(m[10]);
     const om = m[11] === undefined ? 0 : Number(m[11]);
     if (oh > 23 || om > 59) return null;
@@ -61,7 +62,9 @@ export function refreshDelayMs(refreshBefore: string | null, nowMs: number): { d
     };
   }
   const remaining = at - nowMs;
-  if (remaining <= 0) return { delayMs: 0, problem: null };
+  // Already past as the answer arrives (a skewed clock, a misbehaving server): not at once, or a
+  // server that keeps answering so would be re-subscribed (and rotated) in a tight loop.
+  if (remaining <= 0) return { delayMs: MIN_DELAY_MS, problem: null };
   // Never later than hourly: the null case's reason holds for a far-off expiry too, and a timer
   // past 2^31-1 ms fires at once (a grant ~33 days out would otherwise refresh in a hot loop).
   let delay = Math.min(Math.floor(remaining * 0.75), NO_EXPIRY_REFRESH_MS);

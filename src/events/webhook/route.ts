@@ -14,6 +14,7 @@
  * - any other control `type`: `200 {}`, ignored.
  */
 import { errorMessage } from "../../shared/errors.ts";
+import { isStorableCursor } from "../rules/occurrence.ts";
 import { adoptCursor } from "../rules/poll-rules.ts";
 import type { HostedSubscription, SubscriptionHost } from "../subscription/host.ts";
 import type { RouteStage, WebhookAnswer, WebhookBody, WebhookRoute, WebhookRoutes } from "./types.ts";
@@ -95,7 +96,9 @@ export class SubscriptionRoute implements WebhookRoute {
     }
   }
 
-  private async gap(cursor: string | null): Promise<WebhookAnswer> {
+  private async gap(received: string | null): Promise<WebhookAnswer> {
+    // A cursor too long to store is not carried (as in push and poll): the notice stays bounded.
+    const cursor = isStorableCursor(received) ? received : null;
     if (!this.host.gap(this.sub, { gap: true, cursor, reason: "gap", eventId: null })) {
       return { status: 503, body: { error: "the pending queue is full; retry" } };
     }

@@ -40,7 +40,7 @@ export type RouteStage = "pending" | "active";
 export interface WebhookRoute {
   /** 32 lowercase hex characters (16 CSPRNG bytes): the last path segment of the callback URL. It routes; the HMAC authenticates. */
   readonly token: string;
-  /** The `whsec_` secrets that verify a delivery now: the confirmed one, a pending new one not yet confirmed, and exactly one previous generation. */
+  /** The `whsec_` secrets that verify a delivery now: the confirmed one and exactly one generation beside it (a pending new one not yet confirmed, else the previous one). */
   secrets(): readonly string[];
   /** The server-derived id once the subscribe answer is stored; from then on `X-MCP-Subscription-Id` must equal it. */
   readonly subscriptionId: string | null;

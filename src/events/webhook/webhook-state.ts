@@ -10,7 +10,9 @@
  *   deliveries at once (the server may switch before its answer arrives) and is re-sent unchanged
  *   until an answer confirms it, so a failed refresh never leaves the server signing with a secret
  *   we have forgotten.
- * - `previous`: the confirmed secret before the current one; exactly one generation back.
+ * - `previous`: the confirmed secret before the current one; exactly one generation back. While a
+ *   rotation is pending it no longer verifies: the pending one is then the generation beside the
+ *   confirmed one (wire notes §17: current and one previous, never two back).
  *
  * Pure data and rules; the loop (webhook-loop.ts) does the I/O around them.
  */
@@ -66,10 +68,14 @@ export class WebhookState {
     this.confirmed = null;
   }
 
-  /** Secrets a delivery may verify with now: confirmed, pending, previous (no duplicates). */
+  /**
+   * Secrets a delivery may verify with now: the confirmed one and exactly one generation beside it
+   * — the pending new one while a rotation is unconfirmed (the server may have switched to it; the
+   * confirmed one is then its previous), else the previous one. Never two generations back.
+   */
   secrets(): string[] {
     const out: string[] = [];
-    for (const s of [this.confirmed, this.pending, this.previous]) if (s !== null && !out.includes(s)) out.push(s);
+    for (const s of [this.confirmed, this.pending ?? this.previous]) if (s !== null && !out.includes(s)) out.push(s);
     return out;
   }
 

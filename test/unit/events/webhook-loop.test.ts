@@ -7,6 +7,7 @@
 // leaving a route behind (design notes §4.4, §4.6; wire notes §9–§11, §14, §17, §18).
 import { expect, test } from "bun:test";
 import { DedupWindow } from "../../../src/events/rules/dedup.ts";
+import { OCCURRENCE_LIMITS } from "../../../src/events/rules/occurrence.ts";
 import type { HostedSubscription, SubscriptionHost } from "../../../src/events/subscription/host.ts";
 import { Subscription } from "../../../src/events/subscription/subscription.ts";
 import { EventsTerminated } from "../../../src/events/subscription/push-loop.ts";
@@ -213,7 +214,9 @@ test("refresh at ¾ of the remaining time rotates the secret: exactly the curren
   const s2 = t.subscribes[2]!.delivery.secret;
   expect(new Set([s0, s1, s2]).size).toBe(3);
   expect(route.stage).toBe("active");
-  expect([...route.secrets()].sort()).toEqual([s0, s1, s2].sort());
+  // Pending: the confirmed one and the new one; two generations back (s0) no longer verifies.
+  expect([...route.secrets()].sort()).toEqual([s1, s2].sort());
+  expect(route.secrets()).not.toContain(s0);
 
   fail = false;
   loop = runWebhook(t.host, t.sub, controller.signal, t.link);
@@ -331,4 +334,27 @@ test("a CallbackEndpointError on a refresh is retried in place (the route stays 
   const first = await runWebhook(fresh.host, fresh.sub, new AbortController().signal, fresh.link).then(() => null, (e: unknown) => e);
   expect(first).toBeInstanceOf(EventsRpcError);
   expect(first).not.toBeInstanceOf(RefreshCallbackError);
+});
+
+test("a gap envelope's cursor too long to store is not carried in the notice (as in push and poll); a storable one is, and becomes the cursor", async () => {
+  const t = setup();
+  const notices: { cursor: string | null }[] = [];
+  (t.host as unknown as { gap: (sub: HostedSubscription, n: { cursor: string | null }) => boolean }).gap = (_sub, n) => {
+    notices.push(n);
+    return true;
+  };
+  const controller = new AbortController();
+  const loop = runWebhook(t.host, t.sub, controller.signal, t.link);
+  await settle();
+  const route = t.link.route as WebhookRoute;
+  expect(route.stage).toBe("active");
+  const huge = "c".repeat(OCCURRENCE_LIMITS.cursorChars + 1);
+  expect(await route.deliver({ kind: "gap", cursor: huge })).toEqual({ status: 200, body: {} });
+  expect(notices.at(-1)?.cursor).toBeNull();
+  expect(t.sub.cursor).toBeNull();
+  expect(await route.deliver({ kind: "gap", cursor: "g2" })).toEqual({ status: 200, body: {} });
+  expect(notices.at(-1)?.cursor).toBe("g2");
+  expect(t.sub.cursor).toBe("g2");
+  controller.abort();
+  await loop;
 });

@@ -32,12 +32,19 @@ test("gap: a string cursor, else null", () => {
   expect(decode({ type: "gap", cursor: { evil: true } })).toEqual({ kind: "gap", cursor: null });
 });
 
-test("terminated: the error kept as a JSON-RPC error, or null when unusable", () => {
+test("terminated: the error kept as a JSON-RPC error; null only when absent or not an object", () => {
   const error = { code: -32012, message: "Forbidden", data: { reason: "Access revoked" } };
   expect(decode({ type: "terminated", error })).toEqual({ kind: "terminated", error });
   expect(decode({ type: "terminated", error: { code: -32011, message: "gone" } })).toEqual({ kind: "terminated", error: { code: -32011, message: "gone" } });
-  expect(decode({ type: "terminated", error: { code: -32011 } })).toEqual({ kind: "terminated", error: { code: -32011, message: "" } });
-  for (const bad of [undefined, null, "Forbidden", [], { code: "x", message: "m" }, { code: 1.5 }, { message: "no code" }]) {
+  // A malformed code or message is filled in as a push termination's is; what the server said stays.
+  expect(decode({ type: "terminated", error: { code: -32011 } })).toEqual({ kind: "terminated", error: { code: -32011, message: "terminated" } });
+  expect(decode({ type: "terminated", error: { message: "revoked" } })).toEqual({ kind: "terminated", error: { code: -32603, message: "revoked" } });
+  expect(decode({ type: "terminated", error: { code: "x", message: 7, data: { reason: "r" } } })).toEqual({
+    kind: "terminated",
+    error: { code: -32603, message: "terminated", data: { reason: "r" } },
+  });
+  expect(decode({ type: "terminated", error: { code: 1.5 } })).toEqual({ kind: "terminated", error: { code: -32603, message: "terminated" } });
+  for (const bad of [undefined, null, "Forbidden", [], [{ code: 1 }], 42]) {
     expect(decode({ type: "terminated", error: bad })).toEqual({ kind: "terminated", error: null });
   }
 });

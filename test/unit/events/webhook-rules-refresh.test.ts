@@ -29,6 +29,8 @@ describe("parseRfc3339", () => {
     ["2000-02-29T00:00:00Z", Date.UTC(2000, 1, 29)],
     ["2026-12-31T23:59:59Z", Date.UTC(2026, 11, 31, 23, 59, 59)],
     ["2026-06-30T23:59:60Z", Date.UTC(2026, 6, 1)], // a leap second
+    ["2026-02-19T16:30:00", BASE], // no offset: read as UTC
+    ["2026-02-19T16:30", BASE],
     ["0050-01-01T00:00:00Z", new Date("0050-01-01T00:00:00Z").getTime()],
   ];
   for (const [text, ms] of accepted) test(`accepts ${JSON.stringify(text)}`, () => expect(parseRfc3339(text)).toBe(ms));
@@ -47,7 +49,6 @@ describe("parseRfc3339", () => {
     "2026-02-19T16:30:61Z",
     "2026-02-19T16:30:00+24:00",
     "2026-02-19T16:30:00+01:60",
-    "2026-02-19T16:30:00", // no offset
     "2026-02-19",
     "2026-02-19T16:30:00.Z",
     "2026-02-19T16:30.5Z", // a fraction needs seconds
@@ -89,9 +90,9 @@ describe("refreshDelayMs", () => {
     }
   });
 
-  test("already expired (−5 s) or exactly now: at once", () => {
-    expect(refreshDelayMs(iso(now - 5000), now)).toEqual({ delayMs: 0, problem: null });
-    expect(refreshDelayMs(iso(now), now)).toEqual({ delayMs: 0, problem: null });
+  test("already expired (−5 s) or exactly now: after the 500 ms floor, never at once (a server that keeps answering so is not re-subscribed in a tight loop)", () => {
+    expect(refreshDelayMs(iso(now - 5000), now)).toEqual({ delayMs: 500, problem: null });
+    expect(refreshDelayMs(iso(now), now)).toEqual({ delayMs: 500, problem: null });
   });
 
   test("one hour left: 45 minutes; a far-off expiry still refreshes hourly (no timer overflow)", () => {
