@@ -115,6 +115,7 @@ const WebhookSchema = v.pipe(
     token: v.pipe(v.string("expected a route token"), v.regex(/^[0-9a-f]{32}$/, "expected a route token of 32 lowercase hex digits")),
     secret: SECRET,
     previous: v.nullable(SECRET),
+    pending: v.optional(SECRET),
     subscription_id: v.nullable(text(SNAPSHOT_LIMITS.subscriptionIdChars)),
     refresh_before: v.nullable(text(SNAPSHOT_LIMITS.refreshBeforeChars)),
   }),

@@ -127,6 +127,12 @@ export interface WebhookRecord {
   secret: string;
   /** The confirmed secret before it (exactly one previous generation), or null. */
   previous: string | null;
+  /**
+   * A new secret a refresh sent that the server has not confirmed yet (absent: none). Stored before
+   * the refresh is sent, so after a crash mid-rotation deliveries signed with it still verify and
+   * the restarted refresh re-sends it unchanged.
+   */
+  pending?: string;
   /** The server-derived id from the last stored subscribe answer, or null before one. */
   subscription_id: string | null;
   /** The last grant's `refreshBefore` (ISO 8601), or null (no expiry, or before one). */

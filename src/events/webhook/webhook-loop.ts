@@ -121,12 +121,16 @@ export async function runWebhook(host: SubscriptionHost, sub: HostedSubscription
   await ensurePair(host, ability, sub, link);
   const token = state.token as string;
   for (let refresh = state.grant !== null; !signal.aborted; refresh = true) {
-    if (origin !== null) await serverKeys(host, ability, origin, link, signal);
+    if (origin !== null) await serverKeys(host, ability, origin, link, signal, state.subscriptionId !== null);
     if (signal.aborted) return;
     link.route ??= new SubscriptionRoute(host, sub, state, ability.routes, { token, origin }, (error) => link.terminated(error));
     const route = link.route;
     ability.routes.register(route);
-    if (refresh) state.beginRotation(newWebhookSecret);
+    if (refresh && state.beginRotation(newWebhookSecret)) {
+      // Durable before the server can sign with it: a crash mid-rotation still verifies its deliveries.
+      host.persistWebhook(sub, state.record());
+      await host.commit();
+    }
     const sent = state.secretToSend();
     const params: Record<string, unknown> = {
       name: sub.spec.name,
@@ -212,14 +216,21 @@ async function ensurePair(host: SubscriptionHost, ability: Available, sub: Hoste
   await host.commit();
 }
 
-/** v1a keys before the call (design notes §4.6); a first fetch that keeps failing refuses, leaving no route. */
-async function serverKeys(host: SubscriptionHost, ability: Available, origin: string, link: WebhookLink, signal: AbortSignal): Promise<void> {
+/**
+ * v1a keys before the call (design notes §4.6). A first fetch that keeps failing (nothing known, no
+ * key, never subscribed) refuses, leaving no route. Once the server granted this subscription (an id
+ * is known, also from before a restart), a JWKS outage at a refresh is transient: retried with
+ * backoff while the route keeps its stage — refusing would drop a working subscription for a
+ * passing 5xx.
+ */
+async function serverKeys(host: SubscriptionHost, ability: Available, origin: string, link: WebhookLink, signal: AbortSignal, granted: boolean): Promise<void> {
   try {
     const { fetch, sleep } = link.seams;
     await ensureServerKeys(origin, ability.keys, { timeoutMs: host.tuning.jwksTimeoutMs, signal, ...(fetch ? { fetch } : {}), ...(sleep ? { sleep } : {}) });
   } catch (e) {
     if (signal.aborted) return;
     if (!(e instanceof JwksUnavailable)) throw e;
+    if (granted) throw new EventsRpcError(-32603, errorMessage(e));
     link.drop();
     throw new EventsRefused(errorMessage(e));
   }

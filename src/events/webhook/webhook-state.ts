@@ -41,6 +41,7 @@ export class WebhookState {
     this.token = record?.token ?? null;
     this.confirmed = record?.secret ?? null;
     this.previous = record?.previous ?? null;
+    this.pending = record?.pending ?? null;
     this.persistedId = record?.subscription_id ?? null;
     this.persistedRefreshBefore = record?.refresh_before ?? null;
   }
@@ -86,9 +87,11 @@ export class WebhookState {
     return secret;
   }
 
-  /** A refresh rotates: a new pending secret, unless one is pending already (then it is re-sent unchanged). */
-  beginRotation(mint: () => string): void {
-    this.pending ??= mint();
+  /** A refresh rotates: a new pending secret, unless one is pending already (then it is re-sent unchanged). True when one was minted. */
+  beginRotation(mint: () => string): boolean {
+    if (this.pending !== null) return false;
+    this.pending = mint();
+    return true;
   }
 
   /** The server answered a subscribe that carried `sent`: it is the confirmed secret now. */
@@ -115,6 +118,7 @@ export class WebhookState {
       token: this.token,
       secret: this.confirmed,
       previous: this.previous,
+      ...(this.pending !== null ? { pending: this.pending } : {}),
       subscription_id: this.subscriptionId,
       refresh_before: this.refreshBefore,
     };

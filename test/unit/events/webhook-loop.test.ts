@@ -358,3 +358,50 @@ test("a gap envelope's cursor too long to store is not carried in the notice (as
   controller.abort();
   await loop;
 });
+
+test("a refresh's new secret is stored (pending) before the refresh is sent, and a restart re-sends it unchanged", async () => {
+  const t = setup();
+  let refreshSeen: { persistedBefore: WebhookRecord | null } | null = null;
+  t.answer((params) => {
+    if (t.subscribes.length === 2) refreshSeen = { persistedBefore: t.persisted.at(-1) ?? null };
+    if (t.subscribes.length === 2) throw new EventsRpcError(-32603, "crash stand-in: no answer");
+    void params;
+    return { id: "sub_1", refreshBefore: iso(EPOCH + t.clock.now() + 40_000), cursor: null };
+  });
+  const loop = runWebhook(t.host, t.sub, new AbortController().signal, t.link);
+  await settle();
+  const s0 = t.subscribes[0]!.delivery.secret;
+  t.clock.advance(30_000);
+  await loop.catch(() => {});
+  const s1 = t.subscribes[1]!.delivery.secret;
+  // Durable before it was sent: the record in the snapshot carries it as pending.
+  expect(refreshSeen!.persistedBefore).toMatchObject({ secret: s0, pending: s1 });
+  // A restarted process reads that record: the new secret verifies at once and is what it re-sends.
+  const restarted = setup({ record: refreshSeen!.persistedBefore });
+  restarted.answer(() => ({ id: "sub_1", refreshBefore: null, cursor: null }));
+  const controller = new AbortController();
+  const again = runWebhook(restarted.host, restarted.sub, controller.signal, restarted.link);
+  await settle();
+  expect(restarted.subscribes[0]!.delivery.secret).toBe(s1);
+  expect(restarted.persisted.at(-1)).toMatchObject({ secret: s1, previous: s0 });
+  expect(restarted.persisted.at(-1)).not.toHaveProperty("pending");
+  controller.abort();
+  await again;
+});
+
+test("once granted, a JWKS outage at a refresh is a transient error (retried, the route stays active), not a refusal", async () => {
+  let jwksDown = false;
+  const jwks = (async () => (jwksDown ? new Response("down", { status: 503 }) : new Response("", { status: 404 }))) as unknown as typeof fetch;
+  const t = setup({ origin: "https://events.example:8443", fetch: jwks });
+  t.answer(() => ({ id: "sub_1", refreshBefore: iso(EPOCH + t.clock.now() + 4_000), cursor: null }));
+  const loop = runWebhook(t.host, t.sub, new AbortController().signal, t.link);
+  await settle();
+  expect(t.link.route?.stage).toBe("active");
+  jwksDown = true;
+  t.clock.advance(3_000);
+  const failure = await loop.then(() => null, (e: unknown) => e);
+  expect(failure).toBeInstanceOf(EventsRpcError);
+  expect(failure).not.toBeInstanceOf(EventsRefused);
+  expect(t.link.route?.stage).toBe("active");
+  expect(t.routes.lookup(t.link.state.token as string).kind).toBe("route");
+});
