@@ -9,6 +9,16 @@ export const median = (xs: number[]): number => {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
 
+/** The q-quantile (0 ≤ q ≤ 1) of the finite values, interpolated between neighbours; NaN when there are none. */
+export const quantile = (xs: number[], q: number): number => {
+  const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (s.length === 0) return Number.NaN;
+  const pos = (s.length - 1) * Math.min(1, Math.max(0, q));
+  const lo = Math.floor(pos);
+  const hi = Math.ceil(pos);
+  return s[lo]! + (s[hi]! - s[lo]!) * (pos - lo);
+};
+
 /** Thousands separators, fixed decimals; "—" for a value that could not be measured. */
 export const fmt = (x: number, digits = 0) =>
   Number.isFinite(x) ? x.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits }) : "—";

@@ -1,0 +1,362 @@
+/**
+ * Performance harness for webhook delivery into `vigil serve` (serve.md §8; issue 13 "Benchmarks"):
+ *
+ *   (a) acknowledged deliveries per second with durability on: 64 concurrent senders, each signing
+ *       every delivery with `standardwebhooks` (senders.ts), POST distinct events to
+ *         - vigil: the binary under test in daemon mode, one configured webhook subscription made
+ *           through the events fixture (its /control/state `hooks` give the callback URL, the secret
+ *           and the subscription id; vigil-stack.ts); a 2xx means the event is in the session's
+ *           pending log and fdatasync'd (group commit);
+ *         - the baseline (baseline.ts): a minimal Bun.serve that verifies the same signatures and
+ *           appends + fdatasyncs one line per request, no group commit, its log in a directory on
+ *           the same filesystem as vigil's state directory;
+ *       reporting for both: acknowledged/s, p50/p99 acknowledgement latency (client side: request
+ *       sent → status received), CPU per delivery (/proc/<pid>/stat over the timed window) and the
+ *       ratio against the target (vigil ≥ 5 × the baseline's acknowledged rate);
+ *   (b) memory: the daemon's VmRSS with 1,000 runtime webhook subscriptions (`mcp_events_subscribe`,
+ *       1,000 distinct `arguments`) against the same daemon with the session open and none.
+ *
+ *   bun bench/webhook/run.ts [--write] [--rounds N] [--deliveries N] [--senders N] [--subs K] [--phases rate,memory] [--receivers vigil,baseline] [--quick] [--profile DIR]
+ *
+ *   --write         add or replace the `<!-- bench:webhook … -->` section of bench/RESULTS.md
+ *   --rounds N      rounds of (a) (default 3, at most 5): vigil and baseline interleaved, rotating order
+ *   --deliveries N  timed deliveries per run (default 10,000), after 1,000 untimed warm-up ones
+ *   --senders N     concurrent senders (default 64)
+ *   --subs K        webhook subscriptions for (b) (default 1,000)
+ *   --phases        rate (a), memory (b); default both
+ *   --receivers     the receivers of (a): vigil, baseline; default both (the baseline alone needs no binary)
+ *   --quick         one round of 2,000 deliveries, 100 subscriptions: a smoke test (not written)
+ *   --profile DIR   (a) runs vigil from source (bun --cpu-prof-md src/cli.ts), one CPU profile per run into DIR (not written)
+ *
+ * The pending queue cannot fill during (a): VIGIL_EVENTS_MAX_PENDING=1,000,000 and _BYTES=1 GiB, and
+ * the mock model is stalled, so the daemon does nothing but ingest (vigil-stack.ts INGEST_KNOBS).
+ * Every run is on fresh processes; every wait is bounded; everything started is stopped on every
+ * way out (bench/children.ts, vigil-stack.ts; an overall deadline of 10 minutes).
+ */
+import { mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { randomBytes } from "node:crypto";
+import { type Child, exitUnlessDoneWithin, spawnChild, stop, waitLine } from "../children.ts";
+import { cpuMsOf, selfCpuMs } from "../proc.ts";
+import { fmt, median, mib, runBench, table } from "../report.ts";
+import { RESULTS_FILE, writeResultsSection } from "../results-file.ts";
+import { host, machine, vigilPresent } from "../vigil-under-test.ts";
+import { type LoadPlan, type LoadResult, type Receiver, drive } from "./senders.ts";
+import { INGEST_KNOBS, type WebhookMemory, startIngestingVigil, webhookCounters, webhookMemory } from "./vigil-stack.ts";
+
+const BUN = process.execPath;
+const BASELINE = join(import.meta.dir, "baseline.ts");
+const DEADLINE_MS = 600_000;
+const START_MS = 20_000;
+const WARMUP = 1000;
+const REQUEST_TIMEOUT_MS = 30_000;
+const TARGET_RATIO = 5;
+
+type Phase = "rate" | "memory";
+type Who = "vigil" | "baseline";
+
+interface Options {
+  write: boolean;
+  quick: boolean;
+  rounds: number;
+  deliveries: number;
+  senders: number;
+  subs: number;
+  phases: Set<Phase>;
+  /** --profile DIR: vigil runs from source (bun --cpu-prof-md src/cli.ts), one CPU profile per run into DIR. */
+  profile: string | null;
+  /** Receivers of (a) (default both; the baseline alone needs no vigil binary). */
+  receivers: Who[];
+}
+
+function parseOptions(argv: string[]): Options {
+  const o: Options = { write: false, quick: false, rounds: 3, deliveries: 10_000, senders: 64, subs: 1000, phases: new Set<Phase>(["rate", "memory"]), receivers: ["baseline", "vigil"], profile: null };
+  const num = (flag: string, v: string | undefined, min: number, max: number) => {
+    const n = Number(v);
+    if (v === undefined || !Number.isInteger(n) || n < min || n > max) usage(`${flag}: expected an integer from ${min} to ${max}`);
+    return n;
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === "--write") o.write = true;
+    else if (a === "--quick") Object.assign(o, { quick: true, rounds: 1, deliveries: 2000, subs: 100 });
+    else if (a === "--rounds") o.rounds = num(a, argv[++i], 1, 5);
+    else if (a === "--deliveries") o.deliveries = num(a, argv[++i], 500, 100_000);
+    else if (a === "--senders") o.senders = num(a, argv[++i], 1, 256);
+    else if (a === "--subs") o.subs = num(a, argv[++i], 2, 2000);
+    else if (a === "--phases") {
+      const list = (argv[++i] ?? "").split(",").filter(Boolean);
+      if (list.length === 0 || list.some((p) => p !== "rate" && p !== "memory")) usage("--phases: a comma-separated list of rate, memory");
+      o.phases = new Set(list as Phase[]);
+    } else if (a === "--receivers") {
+      const list = (argv[++i] ?? "").split(",").filter(Boolean);
+      if (list.length === 0 || list.some((p) => p !== "vigil" && p !== "baseline")) usage("--receivers: a comma-separated list of vigil, baseline");
+      o.receivers = [...new Set(list as Who[])];
+    } else if (a === "--profile") {
+      const dir = argv[++i];
+      if (dir === undefined || dir === "") usage("--profile: a directory is required");
+      o.profile = resolve(dir);
+    } else if (a === "--help" || a === "-h") usage();
+    else usage(`unknown argument ${a}`);
+  }
+  if (o.quick && o.write) usage("--quick results are a smoke test and are not written");
+  if (o.profile !== null && o.write) usage("--profile runs vigil from source under the profiler: its figures are not written");
+  if (o.write && (o.receivers.length < 2 || !o.phases.has("rate") || !o.phases.has("memory"))) usage("--write needs both receivers and both phases");
+  if (!o.receivers.includes("vigil") && o.phases.has("memory")) usage("--phases memory measures vigil: add it to --receivers, or use --phases rate");
+  return o;
+}
+
+function usage(error?: string): never {
+  if (error) process.stderr.write(`bench: ${error}\n`);
+  process.stderr.write("usage: bun bench/webhook/run.ts [--write] [--rounds N] [--deliveries N] [--senders N] [--subs K] [--phases rate,memory] [--receivers vigil,baseline] [--quick] [--profile DIR]\n");
+  process.exit(error ? 2 : 0);
+}
+
+let tempRoot: string | null = null;
+process.on("exit", () => {
+  if (tempRoot !== null) rmSync(tempRoot, { recursive: true, force: true });
+  tempRoot = null;
+});
+
+// ---------------------------------------------------------------------------------------------
+// (a) one run of one receiver
+
+interface RateRun {
+  who: Who;
+  round: number;
+  load: LoadResult;
+  /** Receiver CPU over the timed window, µs per timed delivery (all its threads). */
+  cpuUsPerDelivery: number;
+  /** Of the receiver's wall time in the timed window, the share it was on CPU (> 100 %: more than one thread). */
+  busy: number;
+  /** The same for the harness process (the senders: signing, HTTP client): shows when the load, not the receiver, is the limit. */
+  senderUsPerDelivery: number;
+  senderBusy: number;
+  /** vigil: deliveries its /v1/health counts as accepted during the whole drive (warm-up included), and duplicates. */
+  accepted: number | null;
+  duplicates: number | null;
+  /** The receiver's state lives on the same filesystem as the other's (device numbers compared). */
+  device: number;
+  exit: number | null;
+}
+
+const plan = (o: Options, who: Who, round: number, onTimedStart: () => void): LoadPlan => ({
+  senders: o.senders,
+  warmup: WARMUP,
+  deliveries: o.deliveries,
+  runTag: `${who}-r${round}-${randomBytes(4).toString("hex")}`,
+  requestTimeoutMs: REQUEST_TIMEOUT_MS,
+  onTimedStart,
+});
+
+/** Drives `receiver` and reads `pid`'s CPU from the first timed delivery to the last answer. */
+async function measured(o: Options, who: Who, round: number, pid: number, receiver: Receiver) {
+  let cpu0 = 0;
+  let self0 = 0;
+  const load = await drive(
+    receiver,
+    plan(o, who, round, () => {
+      cpu0 = cpuMsOf(pid);
+      self0 = selfCpuMs();
+    }),
+  );
+  const cpuMs = cpuMsOf(pid) - cpu0;
+  const senderMs = selfCpuMs() - self0;
+  return { load, cpuUsPerDelivery: (cpuMs * 1000) / o.deliveries, busy: cpuMs / load.ms, senderUsPerDelivery: (senderMs * 1000) / o.deliveries, senderBusy: senderMs / load.ms };
+}
+
+async function vigilRun(o: Options, round: number): Promise<RateRun> {
+  const v = await startIngestingVigil(o.profile === null ? undefined : profiled(o.profile, round));
+  try {
+    const before = await webhookCounters(v);
+    const m = await measured(o, "vigil", round, v.pid, v.receiver);
+    const after = await webhookCounters(v);
+    const device = statSync(v.stateDir).dev;
+    const exit = await v.close();
+    const delta = (k: string) => (after[k] ?? 0) - (before[k] ?? 0);
+    return { who: "vigil", round, ...m, accepted: delta("accepted"), duplicates: delta("duplicates"), device, exit };
+  } catch (e) {
+    await v.close();
+    throw e;
+  }
+}
+
+/** vigil from source under Bun's profiler: one markdown CPU profile per run. */
+function profiled(dir: string, round: number): string[] {
+  mkdirSync(dir, { recursive: true });
+  return [BUN, "--cpu-prof-md", `--cpu-prof-dir=${dir}`, `--cpu-prof-name=webhook-vigil-r${round}.md`, join(import.meta.dir, "../../src/cli.ts")];
+}
+
+async function baselineRun(o: Options, round: number): Promise<RateRun> {
+  const dir = join(tempRoot!, `baseline-r${round}`);
+  mkdirSync(dir, { recursive: true });
+  const secret = `whsec_${randomBytes(32).toString("base64")}`;
+  let child: Child | null = spawnChild("baseline receiver", [BUN, BASELINE, "--secret-env", "BENCH_WEBHOOK_SECRET", "--log", join(dir, "deliveries.log")], {
+    env: { BENCH_WEBHOOK_SECRET: secret },
+  });
+  try {
+    const ready = JSON.parse((await waitLine(child, /^(\{"url".*\})$/, START_MS))[1]!) as { url: string };
+    const m = await measured(o, "baseline", round, child.pid, { url: ready.url, secret, headers: {} });
+    const exit = await stop(child, "eof");
+    child = null;
+    return { who: "baseline", round, ...m, accepted: null, duplicates: null, device: statSync(dir).dev, exit };
+  } finally {
+    if (child !== null) await stop(child);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report
+
+interface Results {
+  date: string;
+  machine: string;
+  o: Options;
+  runs: RateRun[];
+  memory: WebhookMemory | null;
+  seconds: number;
+  load: [string, string];
+}
+
+const runsOf = (r: Results, who: Who) => r.runs.filter((x) => x.who === who);
+const med = (r: Results, who: Who, f: (x: RateRun) => number) => median(runsOf(r, who).map(f));
+const rangeOf = (xs: number[]) => (xs.length > 1 ? ` (${fmt(Math.min(...xs))}–${fmt(Math.max(...xs))})` : "");
+const verdict = (met: boolean | null) => (met === null ? "n/a" : met ? "met" : "**missed**");
+const refusedText = (x: RateRun) => Object.entries(x.load.refused).map(([s, n]) => `${n}× HTTP ${s}`).join(", ") || "none";
+
+function rateTable(r: Results): string[] {
+  const rows = (["vigil", "baseline"] as const).flatMap((who) => {
+    const runs = runsOf(r, who);
+    if (runs.length === 0) return [];
+    const rates = runs.map((x) => x.load.ackPerSecond);
+    return [[
+      who === "vigil" ? "`vigil serve` (daemon, group commit)" : "baseline (Bun.serve, fdatasync per request)",
+      `${fmt(median(rates))}${rangeOf(rates)}`,
+      fmt(med(r, who, (x) => x.load.p50Ms), 2),
+      fmt(med(r, who, (x) => x.load.p99Ms), 2),
+      fmt(med(r, who, (x) => x.load.maxMs), 1),
+      fmt(med(r, who, (x) => x.cpuUsPerDelivery)),
+      `${fmt(med(r, who, (x) => x.busy * 100))} %`,
+      `${fmt(med(r, who, (x) => x.senderUsPerDelivery))} (${fmt(med(r, who, (x) => x.senderBusy * 100))} %)`,
+      runs.map(refusedText).join("; "),
+    ]];
+  });
+  return table(["receiver", "acknowledged/s", "p50 ack (ms)", "p99 ack (ms)", "max (ms)", "receiver CPU µs / delivery", "receiver CPU busy", "senders' CPU µs / delivery (busy)", "refused"], rows, ["l", "r", "r", "r", "r", "r", "r", "r", "l"]);
+}
+
+function targetsTable(r: Results): string[] {
+  const ratio = med(r, "vigil", (x) => x.load.ackPerSecond) / med(r, "baseline", (x) => x.load.ackPerSecond);
+  const measuredRatio = Number.isFinite(ratio) ? `${fmt(ratio, 2)} ×` : "—";
+  return table(
+    ["target (serve.md §8)", "measured", "result"],
+    [[`acknowledged deliveries/s, vigil ≥ ${TARGET_RATIO} × the baseline`, measuredRatio, verdict(Number.isFinite(ratio) ? ratio >= TARGET_RATIO : null)]],
+    ["l", "r", "l"],
+  );
+}
+
+function memoryTable(m: WebhookMemory): string[] {
+  return table(["daemon state", "VmRSS (MiB)", "VmHWM (MiB)", "RssAnon (MiB)", "open fds", "threads"], m.rows.map((x) => [x.label, mib(x.m.rssKiB), mib(x.m.hwmKiB), mib(x.m.anonKiB), String(x.m.fds), String(x.m.threads)]), ["l", "r", "r", "r", "r", "r"]);
+}
+
+function memorySummary(m: WebhookMemory): string {
+  const zero = m.rows[1]!.m;
+  const one = m.rows[2]!.m;
+  const k = m.rows[3]!.m;
+  const perSub = (k.rssKiB - one.rssKiB) / (m.subs - 1);
+  return `${fmt(m.subs)} webhook subscriptions (made in ${fmt(m.subscribeMs)} ms after the first, 8 in flight; ${m.failures} failed${m.failureSample ? `: ${m.failureSample}` : ""}; ${fmt(m.hooksAtFixture)} live at the fixture) add ${mib(k.rssKiB - zero.rssKiB)} MiB of VmRSS to the open session with none (${mib(zero.rssKiB)} → ${mib(k.rssKiB)} MiB), ~${fmt(perSub, 1)} KiB per subscription after the first; open fds ${zero.fds} → ${k.fds}.`;
+}
+
+function render(r: Results): string {
+  const L: string[] = [];
+  const sameFs = new Set(r.runs.map((x) => x.device)).size <= 1;
+  L.push("<!-- bench:webhook start (generated by bun bench/webhook/run.ts --write; replaced on the next run) -->");
+  L.push(`## webhook — ${r.date}`, "");
+  L.push(`Machine: ${r.machine}.`);
+  L.push(`Run: \`bun bench/webhook/run.ts ${process.argv.slice(2).join(" ")}\`, ${fmt(r.seconds)} s in all; 1-min load average ${r.load[0]} at start, ${r.load[1]} at end.`, "");
+  if (r.runs.length > 0) {
+    L.push(
+      `**Acknowledged deliveries per second, durability on** (${r.o.rounds} round${r.o.rounds === 1 ? "" : "s"}, vigil and the baseline interleaved in a rotating order, fresh processes each run, medians over rounds, range in parentheses): ${r.o.senders} concurrent senders in the harness process, each signing every delivery with \`standardwebhooks\` and waiting for its answer before the next; ${fmt(WARMUP)} untimed warm-up deliveries, then ${fmt(r.o.deliveries)} timed ones, each a distinct event (\`ticket.updated\`, ~130 bytes). vigil: \`vigil serve --listen … --mcp-events-callback-url …\` with one configured webhook subscription at the events fixture (callback URL, secret and subscription id read from its \`/control/state\`), model stalled, \`VIGIL_EVENTS_MAX_PENDING=${INGEST_KNOBS.VIGIL_EVENTS_MAX_PENDING}\` and \`_BYTES=1 GiB\` so the pending queue cannot fill; a 2xx means the event is in the session's pending log and fdatasync'd (group commit). Baseline (\`bench/webhook/baseline.ts\`): Bun.serve verifying the same v1 signature (node:crypto HMAC, constant-time compare, ±300 s), then a synchronous append + fdatasync of one line per request — one sync per request, no group commit. Both state directories on the same filesystem: ${sameFs ? "yes" : "**no**"}. Latency is client-side (request sent → status received); CPU is the receiver's \`/proc/<pid>/stat\` over the timed window.`,
+      "",
+      ...rateTable(r),
+      "",
+      ...targetsTable(r),
+      "",
+    );
+    const checks = runsOf(r, "vigil").map((x) => `round ${x.round}: ${fmt(x.accepted ?? Number.NaN)} accepted, ${fmt(x.duplicates ?? Number.NaN)} duplicates for ${fmt(WARMUP + r.o.deliveries)} sent`);
+    if (checks.length > 0) L.push(`vigil's \`/v1/health\` webhook counters over each drive: ${checks.join("; ")}.`, "");
+  }
+  if (r.memory !== null) {
+    L.push(
+      `**Memory with ${fmt(r.memory.subs)} webhook subscriptions**: a fresh daemon (callback URL set, the HTTP fixture as its MCP server with \`events: []\`) and one session \`bench\` making runtime subscriptions (\`mcp_events_subscribe\`, \`delivery: "webhook"\`, \`arguments: {project: "p<i>"}\`, distinct); each subscribe verifies its callback with the fixture's challenge. \`/proc/<pid>/status\` 2 s after each step.`,
+      "",
+      ...memoryTable(r.memory),
+      "",
+      memorySummary(r.memory),
+      "",
+    );
+  }
+  L.push("<!-- bench:webhook end -->");
+  return L.join("\n");
+}
+
+function textSummary(r: Results): string {
+  const out = ["", `vigil serve webhook bench — ${r.machine}; ${fmt(r.seconds)} s`, ""];
+  for (const x of r.runs) {
+    const l = x.load;
+    out.push(
+      `  round ${x.round} ${x.who.padEnd(8)} ${fmt(l.ackPerSecond).padStart(7)} ack/s  p50 ${fmt(l.p50Ms, 2)} ms  p99 ${fmt(l.p99Ms, 2)} ms  cpu ${fmt(x.cpuUsPerDelivery)} µs/delivery (busy ${fmt(x.busy * 100)} %), senders ${fmt(x.senderUsPerDelivery)} µs/delivery (${fmt(x.senderBusy * 100)} %)  refused: ${refusedText(x)}${x.accepted !== null ? `  health accepted ${x.accepted} duplicates ${x.duplicates}` : ""}  exit ${x.exit}`,
+    );
+  }
+  return out.join("\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Main
+
+async function main(): Promise<number> {
+  const o = parseOptions(process.argv.slice(2));
+  if (o.receivers.includes("vigil") && !vigilPresent()) return 2;
+  const runDone = exitUnlessDoneWithin(DEADLINE_MS);
+  const began = performance.now();
+  const loadStart = loadavg()[0]!.toFixed(2);
+  tempRoot = mkdtempSync(join(tmpdir(), "vigil-bench-webhook-"));
+
+  let memory: WebhookMemory | null = null;
+  if (o.phases.has("memory")) {
+    process.stderr.write(`memory: ${o.subs} webhook subscriptions…\n`);
+    memory = await webhookMemory(o.subs);
+  }
+  const runs: RateRun[] = [];
+  if (o.phases.has("rate")) {
+    const order = o.receivers;
+    for (let round = 1; round <= o.rounds; round++) {
+      for (let i = 0; i < order.length; i++) {
+        const who = order[(i + round - 1) % order.length]!;
+        const x = who === "vigil" ? await vigilRun(o, round) : await baselineRun(o, round);
+        runs.push(x);
+        process.stderr.write(`  round ${round}/${o.rounds} ${who.padEnd(8)} ${fmt(x.load.ackPerSecond).padStart(7)} ack/s, p99 ${fmt(x.load.p99Ms, 2)} ms\n`);
+      }
+    }
+  }
+  runDone();
+
+  const results: Results = {
+    date: new Date().toISOString().slice(0, 10),
+    machine: o.receivers.includes("vigil") ? machine() : host(),
+    o,
+    runs,
+    memory,
+    seconds: (performance.now() - began) / 1000,
+    load: [loadStart, loadavg()[0]!.toFixed(2)],
+  };
+  const section = render(results);
+  process.stdout.write(`${textSummary(results)}\n\n${section}\n`);
+  if (o.write) {
+    writeResultsSection("webhook", section);
+    process.stderr.write(`written: ${RESULTS_FILE} (bench:webhook section)\n`);
+  }
+  return 0;
+}
+
+runBench(main);
