@@ -5,44 +5,23 @@
 // wait is bounded; no timing is asserted.
 import { expect, test } from "bun:test";
 import { e2eSuite } from "../helpers/e2e.ts";
-import type { EmitAnswer, FixtureHook } from "../helpers/events-fixture.ts";
-import { EVENTS_SESSION, isEventFrame, isStatus, pendingOnDisk } from "../helpers/events-serve.ts";
-import { type Frame, SseReader, command, framesUrl } from "../helpers/serve.ts";
+import { EVENTS_SESSION, isEventFrame, pendingOnDisk } from "../helpers/events-serve.ts";
+import { type Frame, SseReader, command } from "../helpers/serve.ts";
 import { waitFor } from "../helpers/wait.ts";
-import { type WebhookStack, type WebhookStackOptions, startWebhookStack } from "../helpers/webhook-serve.ts";
+import { type Subscribed, TICKETS, emitOnce, subscribedStack } from "../helpers/webhook-subscribed.ts";
+import type { WebhookStack } from "../helpers/webhook-serve.ts";
 
 const cleanups = e2eSuite();
 
-const TICKETS = "ticket.updated";
-const WEBHOOK = [{ name: TICKETS, delivery: "webhook" }];
 
-interface Subscribed {
-  stack: WebhookStack;
-  sse: SseReader;
-  hook: FixtureHook;
-}
 
-/** The daemon with one configured webhook subscription, subscribed (the fixture holds its hook, vigil announced it). */
-async function subscribed(o: Partial<WebhookStackOptions> = {}): Promise<Subscribed> {
-  const stack = await startWebhookStack(cleanups, { events: WEBHOOK, ...o });
-  const sse = await SseReader.open(cleanups, framesUrl(stack.base, EVENTS_SESSION, 0));
-  await sse.until(isStatus("subscribed"), 20_000);
-  const hook = await waitFor(async () => (await stack.fixture.state()).hooks[0], { timeoutMs: 10_000, label: "fixture: a webhook subscription" });
-  return { stack, sse, hook };
-}
 
-/** One emit of the fixture (one attempt, no retries); resolves with the receiver's answer to it. */
-async function emit(stack: WebhookStack, o: Record<string, unknown> = {}): Promise<{ eventId: string; status: number }> {
-  const answer = await stack.fixture.control<EmitAnswer>("emit", { name: TICKETS, no_retry: true, ...o });
-  expect(answer.deliveries).toHaveLength(1);
-  return { eventId: answer.event_id, status: answer.deliveries[0]!.status };
-}
 
 const framesOf = (sse: SseReader, eventId: string): Frame[] => sse.frames.filter(isEventFrame(eventId));
 
 /** A good delivery after the refused ones still lands; none of the refused ones left a frame or a pending entry. */
 async function goodStillLands(s: Subscribed, refused: string[]): Promise<void> {
-  const good = await emit(s.stack);
+  const good = await emitOnce(s.stack);
   expect(good.status).toBe(200);
   await s.sse.until(isEventFrame(good.eventId));
   const pending = pendingOnDisk(s.stack.env.stateDir, EVENTS_SESSION).map((p) => p.event.eventId);
@@ -91,10 +70,10 @@ function headOnly(port: number, path: string, contentLength: number): Promise<nu
 }
 
 test("a future-dated, stale or absurd timestamp is refused (400) without harm: a later good delivery still lands", async () => {
-  const s = await subscribed();
+  const s = await subscribedStack(cleanups);
   const refused: string[] = [];
   for (const tamper of ["future", "stale", "absurd_timestamp"]) {
-    const attempt = await emit(s.stack, { tamper });
+    const attempt = await emitOnce(s.stack, { tamper });
     expect(attempt.status).toBe(400);
     refused.push(attempt.eventId);
   }
@@ -103,8 +82,8 @@ test("a future-dated, stale or absurd timestamp is refused (400) without harm: a
 });
 
 test("signature entries past the first 8 are ignored", async () => {
-  const s = await subscribed();
-  const past = await emit(s.stack, { tamper: "many_signatures" });
+  const s = await subscribedStack(cleanups);
+  const past = await emitOnce(s.stack, { tamper: "many_signatures" });
   expect(past.status).toBe(401);
   // A valid entry at position 8 is still examined.
   const secret = (await s.stack.fixture.state()).hooks[0]!.secrets.at(-1)!;
@@ -121,23 +100,23 @@ test("signature entries past the first 8 are ignored", async () => {
 });
 
 test("once the subscription id is known, a delivery without it is refused (401)", async () => {
-  const s = await subscribed();
-  const missing = await emit(s.stack, { tamper: "no_subscription_id" });
+  const s = await subscribedStack(cleanups);
+  const missing = await emitOnce(s.stack, { tamper: "no_subscription_id" });
   expect(missing.status).toBe(401);
   await goodStillLands(s, [missing.eventId]);
   expect((await webhookHealth(s.stack)).refused.subscription_id).toBe(1);
 });
 
 test("a body that never finishes gets 408 and leaves nothing behind", async () => {
-  const s = await subscribed({ knobs: { VIGIL_EVENTS_BODY_TIMEOUT_MS: "500" } });
-  const stalled = await emit(s.stack, { stall_body: true });
+  const s = await subscribedStack(cleanups, { knobs: { VIGIL_EVENTS_BODY_TIMEOUT_MS: "500" } });
+  const stalled = await emitOnce(s.stack, { stall_body: true });
   expect(stalled.status).toBe(408);
   await goodStillLands(s, [stalled.eventId]);
   expect((await webhookHealth(s.stack)).refused.body_timeout).toBe(1);
 });
 
 test("unknown and oversized deliveries are answered before any body byte is sent", async () => {
-  const s = await subscribed();
+  const s = await subscribedStack(cleanups);
   const livePath = new URL(s.hook.url).pathname;
   const unknownPath = livePath.replace(/[0-9a-f]{32}$/, "f".repeat(32));
   expect(await headOnly(s.stack.port, unknownPath, 4_000_000)).toBe(410);
@@ -149,7 +128,7 @@ test("unknown and oversized deliveries are answered before any body byte is sent
 });
 
 test("with a callback path, deliveries land under it and the receiver document at the origin lists it", async () => {
-  const s = await subscribed({ callbackPath: "/agent" });
+  const s = await subscribedStack(cleanups, { callbackPath: "/agent" });
   expect(new URL(s.hook.url).pathname).toMatch(/^\/agent\/_vigil\/mcp-events\/[0-9a-f]{32}$/);
   const doc = await fetch(`${s.stack.base}/.well-known/mcp-webhook-receiver.json`, { signal: AbortSignal.timeout(10_000) });
   expect(doc.status).toBe(200);
@@ -167,7 +146,7 @@ async function vigilRefreshes(stack: WebhookStack, id: string): Promise<number> 
 
 test("rotation accepts exactly the current and the previous secret", async () => {
   // A short grant: vigil refreshes (and rotates its secret) every couple of seconds.
-  const s = await subscribed({ fixtureEnv: { MCP_FIXTURE_MAX_TTL_MS: 3000 } });
+  const s = await subscribedStack(cleanups, { fixtureEnv: { MCP_FIXTURE_MAX_TTL_MS: 3000 } });
   let calls = 0;
   for (let round = 0; round < 5; round++) {
     // At least two rotations, and vigil has stored the fixture's latest answer (no secret pending).
@@ -179,7 +158,7 @@ test("rotation accepts exactly the current and the previous secret", async () =>
       { until: ({ hook, ours }) => hook.secrets.length >= 3 && ours === hook.refreshes, timeoutMs: 20_000, label: "two rotations, confirmed" },
     );
     const answers: number[] = [];
-    for (const generation of [0, 1, 2]) answers.push((await emit(s.stack, { sign_with_generation: generation })).status);
+    for (const generation of [0, 1, 2]) answers.push((await emitOnce(s.stack, { sign_with_generation: generation })).status);
     // A rotation in the middle changes which secret is which: judge a round without one only.
     if ((await s.stack.fixture.state()).hooks[0]!.refreshes !== before.hook.refreshes) continue;
     expect(answers).toEqual([200, 200, 401]);

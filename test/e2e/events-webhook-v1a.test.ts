@@ -10,45 +10,26 @@ import { expect, test } from "bun:test";
 import { randomBytes, sign as edSign } from "node:crypto";
 import { identityKey } from "../fixtures/servers/events-fixture/webhook-sign.ts";
 import { E2E_WAIT_MS, e2eSuite } from "../helpers/e2e.ts";
-import type { EmitAnswer, FixtureHook, FixtureState } from "../helpers/events-fixture.ts";
+import type { FixtureHook, FixtureState } from "../helpers/events-fixture.ts";
 import { EVENTS_SESSION, inBatch, isEventFrame, isStatus, pendingOnDisk, runsFor, snapshotOnDisk, waitRuns } from "../helpers/events-serve.ts";
 import { type Frame, SseReader, framesUrl } from "../helpers/serve.ts";
 import { waitFor } from "../helpers/wait.ts";
+import { type Subscribed, TICKETS, WEBHOOK_TICKETS, emitOnce, subscribedStack } from "../helpers/webhook-subscribed.ts";
 import { type WebhookStack, type WebhookStackOptions, startWebhookStack } from "../helpers/webhook-serve.ts";
 
 const cleanups = e2eSuite();
 
-const TICKETS = "ticket.updated";
-const WEBHOOK = [{ name: TICKETS, delivery: "webhook" }];
 /** The fixture's Ed25519 seed: it publishes the key and signs `v1a,` with it. */
 const SEED = "5e".repeat(32);
 const IDENTITY = identityKey(SEED);
 const SIGNING = { MCP_FIXTURE_ED25519_SEED: SEED };
 
-interface Subscribed {
-  stack: WebhookStack;
-  sse: SseReader;
-  hook: FixtureHook;
-}
 
-async function subscribed(o: Partial<WebhookStackOptions> = {}): Promise<Subscribed> {
-  const stack = await startWebhookStack(cleanups, { events: WEBHOOK, ...o });
-  const sse = await SseReader.open(cleanups, framesUrl(stack.base, EVENTS_SESSION, 0));
-  await sse.until(isStatus("subscribed"), E2E_WAIT_MS);
-  const hook = await waitFor(async () => (await stack.fixture.state()).hooks[0], { timeoutMs: E2E_WAIT_MS, label: "fixture: a webhook subscription" });
-  return { stack, sse, hook };
-}
 
-/** One emit (one attempt, no retries) to the one hook; resolves with the receiver's answer. */
-async function emit(stack: WebhookStack, o: Record<string, unknown> = {}): Promise<{ eventId: string; status: number }> {
-  const answer = await stack.fixture.control<EmitAnswer>("emit", { name: TICKETS, no_retry: true, ...o });
-  expect(answer.deliveries).toHaveLength(1);
-  return { eventId: answer.event_id, status: answer.deliveries[0]!.status };
-}
 
 /** A good delivery lands (frame and model run); the refused ones left no frame, no pending entry, no run. */
 async function onlyGoodOnesLand(s: Subscribed, refused: string[]): Promise<void> {
-  const good = await emit(s.stack);
+  const good = await emitOnce(s.stack);
   expect(good.status).toBe(200);
   await s.sse.until(isEventFrame(good.eventId), E2E_WAIT_MS);
   await waitRuns(s.stack.env.model, inBatch(good.eventId));
@@ -91,7 +72,7 @@ function postChallenge(s: Subscribed, identity: boolean): Promise<Response> {
 }
 
 test("with a published key, only deliveries with a valid v1a reach the model (the challenge is v1a-checked too)", async () => {
-  const s = await subscribed({ fixtureEnv: SIGNING });
+  const s = await subscribedStack(cleanups, { fixtureEnv: SIGNING });
   // The key was fetched before the subscribe, and the v1a-signed challenge passed.
   expect((await s.stack.fixture.state()).verifications).toContainEqual({ url: s.hook.url, via: "challenge", ok: true });
   await waitFor(() => serverKeysOnDisk(s.stack), { timeoutMs: E2E_WAIT_MS, label: "server_keys in the snapshot" });
@@ -103,16 +84,16 @@ test("with a published key, only deliveries with a valid v1a reach the model (th
   expect(signed.status).toBe(200);
   expect(await signed.json()).toEqual({ challenge: "nonce-from-the-test" });
 
-  expect((await emit(s.stack)).status).toBe(200);
-  const forged = await emit(s.stack, { tamper: "v1a" });
+  expect((await emitOnce(s.stack)).status).toBe(200);
+  const forged = await emitOnce(s.stack, { tamper: "v1a" });
   expect(forged.status).toBe(401);
-  const missing = await emit(s.stack, { tamper: "no_v1a" });
+  const missing = await emitOnce(s.stack, { tamper: "no_v1a" });
   expect(missing.status).toBe(401);
   await onlyGoodOnesLand(s, [forged.eventId, missing.eventId]);
 });
 
 test("a server that stops publishing is still held to its key: 404, then 503, across refreshes and a kill -9", async () => {
-  const s = await subscribed({ fixtureEnv: { ...SIGNING, MCP_FIXTURE_MAX_TTL_MS: 2500 } });
+  const s = await subscribedStack(cleanups, { fixtureEnv: { ...SIGNING, MCP_FIXTURE_MAX_TTL_MS: 2500 } });
   const { stack } = s;
   let hook = s.hook;
   for (const mode of [{ publish: false }, { status: 503 }]) {
@@ -121,7 +102,7 @@ test("a server that stops publishing is still held to its key: 404, then 503, ac
     // Two whole refreshes after the change (a third count may be one already under way), each after a JWKS fetch that found nothing.
     hook = await refreshedPast(stack, hook.refreshes + 2, `refreshes with JWKS ${JSON.stringify(mode)}`);
     expect((await stack.fixture.state()).jwks_requests).toBeGreaterThanOrEqual(asked + 2);
-    const missing = await emit(stack, { tamper: "no_v1a" });
+    const missing = await emitOnce(stack, { tamper: "no_v1a" });
     expect(missing.status).toBe(401);
     await onlyGoodOnesLand(s, [missing.eventId]);
   }
@@ -135,7 +116,7 @@ test("a server that stops publishing is still held to its key: 404, then 503, ac
   hook = await refreshedPast(stack, hook.refreshes, "the resubscribe after the restart");
   expect((await stack.fixture.state()).jwks_requests).toBeGreaterThan(asked);
   const after = await SseReader.open(cleanups, framesUrl(stack.base, EVENTS_SESSION, 0));
-  const missing = await emit(stack, { tamper: "no_v1a" });
+  const missing = await emitOnce(stack, { tamper: "no_v1a" });
   expect(missing.status).toBe(401);
   await onlyGoodOnesLand({ stack, sse: after, hook }, [missing.eventId]);
   expect(serverKeysOnDisk(stack)).toEqual({ [fixtureOrigin(stack)]: [IDENTITY.x] });
@@ -143,7 +124,7 @@ test("a server that stops publishing is still held to its key: 404, then 503, ac
 
 /** The subscription's `refused` status, and the fixture once its JWKS answered `attempts` times. */
 async function refusedFirstSubscribe(o: Partial<WebhookStackOptions>, jwks: Record<string, unknown>): Promise<{ stack: WebhookStack; refusal: Frame; state: FixtureState }> {
-  const stack = await startWebhookStack(cleanups, { events: WEBHOOK, fixtureEnv: SIGNING, ...o, beforeStart: (fx) => fx.control("jwks", jwks).then(() => {}) });
+  const stack = await startWebhookStack(cleanups, { events: WEBHOOK_TICKETS, fixtureEnv: SIGNING, ...o, beforeStart: (fx) => fx.control("jwks", jwks).then(() => {}) });
   const sse = await SseReader.open(cleanups, framesUrl(stack.base, EVENTS_SESSION, 0));
   const refusal = (await sse.until(isStatus("refused"), E2E_WAIT_MS)).at(-1)!;
   const state = await stack.fixture.state();
@@ -187,12 +168,12 @@ test("a JWKS body that stalls is timed out: the subscribe is refused, no route i
 });
 
 test("a clean 404 means the server does not sign: v1a entries are ignored and plain v1 deliveries land", async () => {
-  const s = await subscribed();
+  const s = await subscribedStack(cleanups);
   expect((await s.stack.fixture.state()).jwks_requests).toBeGreaterThanOrEqual(1);
-  const plain = await emit(s.stack);
+  const plain = await emitOnce(s.stack);
   expect(plain.status).toBe(200);
   await s.sse.until(isEventFrame(plain.eventId), E2E_WAIT_MS);
-  const stray = await emit(s.stack, { tamper: "v1a" });
+  const stray = await emitOnce(s.stack, { tamper: "v1a" });
   expect(stray.status).toBe(200);
   await s.sse.until(isEventFrame(stray.eventId), E2E_WAIT_MS);
   await waitRuns(s.stack.env.model, inBatch(stray.eventId));
