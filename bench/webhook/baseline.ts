@@ -6,7 +6,12 @@
  * appends one line to its log and fdatasyncs it, then answers 200. The append and the sync are
  * synchronous, so requests are committed one at a time: one fdatasync per request, no group commit.
  *
- *   bun bench/webhook/baseline.ts --secret-env NAME --log FILE
+ * With `--floor` instead of `--log` it is the FLOOR receiver: the same reading and verification,
+ * then 200 with nothing stored. No durable receiver on the machine can acknowledge faster than it
+ * does (it does a strict subset of their work under the same load), so floor/baseline bounds the
+ * ratio any of them can reach against the baseline.
+ *
+ *   bun bench/webhook/baseline.ts --secret-env NAME (--log FILE | --floor)
  *
  * The secret comes from the environment variable NAME (never argv, which `ps` shows). Prints
  * `{"url":…,"pid":…}` once listening; exits when stdin closes.
@@ -34,7 +39,8 @@ if (!secret.startsWith("whsec_")) {
   process.exit(2);
 }
 const key = Buffer.from(secret.slice("whsec_".length), "base64");
-const fd = openSync(arg("--log"), "a");
+/** The floor keeps nothing: no log file at all. */
+const fd = process.argv.includes("--floor") ? null : openSync(arg("--log"), "a");
 
 /** True when some `v1,` entry among the first 8 is the HMAC of `id.timestamp.body`. */
 function verified(id: string, timestamp: string, signature: string, body: Uint8Array): boolean {
@@ -66,8 +72,10 @@ const server = Bun.serve({
     const body = new Uint8Array(await request.arrayBuffer());
     if (id === null || timestamp === null || signature === null || !timely(timestamp)) return new Response(null, { status: 400 });
     if (!verified(id, timestamp, signature, body)) return new Response(null, { status: 401 });
-    writeSync(fd, `${JSON.stringify({ id, bytes: body.length })}\n`);
-    fdatasyncSync(fd);
+    if (fd !== null) {
+      writeSync(fd, `${JSON.stringify({ id, bytes: body.length })}\n`);
+      fdatasyncSync(fd);
+    }
     return Response.json({});
   },
 });
@@ -79,6 +87,6 @@ void (async () => {
     // Nothing is read from stdin; its end is the signal to go.
   }
   server.stop(true);
-  closeSync(fd);
+  if (fd !== null) closeSync(fd);
   process.exit(0);
 })();

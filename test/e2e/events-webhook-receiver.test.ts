@@ -117,8 +117,12 @@ test("a retry that beats the resubscribe after a restart gets 503, not 410, then
   expect(early.status).toBe(503);
   await waitFor(async () => (await hooks(stack))[0]?.refreshes ?? 0, { until: (n) => n > hook.refreshes, timeoutMs: E2E_WAIT_MS, label: "the resubscribe" });
   const current = (await hooks(stack))[0]!;
-  const late = await stack.postSigned(current.url, occurrence("early-1"), { secret: current.secrets.at(-1)!, headers: { "X-MCP-Subscription-Id": current.id } });
-  expect(late.status).toBe(200);
+  // The fixture counts the resubscribe when it answers it; vigil routes the retry once that answer is stored.
+  const late = await waitFor(
+    async () => (await stack.postSigned(current.url, occurrence("early-1"), { secret: current.secrets.at(-1)!, headers: { "X-MCP-Subscription-Id": current.id } })).status,
+    { until: (status) => status !== 503, timeoutMs: E2E_WAIT_MS, label: "the retry after the resubscribe" },
+  );
+  expect(late).toBe(200);
   await waitRuns(stack.env.model, inBatch("early-1"));
 });
 

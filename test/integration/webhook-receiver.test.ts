@@ -144,6 +144,31 @@ function rawExchange(port: number, head: string, body = ""): Promise<{ status: n
   });
 }
 
+/** Sends `head + body` and keeps the socket open until the server closes it (bounded by the test's timeout). */
+function rawUntilClosed(port: number, head: string, body: string): Promise<{ status: number; head: string }> {
+  return new Promise((resolve, reject) => {
+    let got = "";
+    void Bun.connect({
+      hostname: "127.0.0.1",
+      port,
+      socket: {
+        open(socket) {
+          socket.write(head + body);
+        },
+        data(_socket, data) {
+          got += data.toString("latin1");
+        },
+        close() {
+          resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(got)?.[1] ?? 0), head: got.split("\r\n\r\n")[0]! });
+        },
+        error(_socket, e) {
+          reject(e);
+        },
+      },
+    });
+  });
+}
+
 const rawHead = (path: string, lines: string[]) => `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n${lines.map((l) => `${l}\r\n`).join("")}\r\n`;
 
 test("a method other than POST is 405 with Allow: POST, before the token is judged", async () => {
@@ -214,6 +239,16 @@ test("a body that stalls gets 408 at the body deadline, and nothing of it reache
   expect(answer.status).toBe(408);
   expect(r.route.delivered).toEqual([]);
   expect(r.routes.counters.body_timeout).toBe(1);
+});
+
+test("a stalled body's 408 ends its connection: the answer says so and the server closes it", async () => {
+  const r = startReceiver({ bodyTimeoutMs: 300, idleTimeout: 120 });
+  const headers = signedHeaders(EVENT, { secrets: r.route.secrets() });
+  const lines = Object.entries(headers).map(([k, v]) => `${k}: ${v}`);
+  const ended = await rawUntilClosed(r.port, rawHead(`${r.prefix}${TOKEN}`, [...lines, `Content-Length: ${EVENT.length}`]), EVENT.slice(0, 10));
+  expect(ended.status).toBe(408);
+  expect(ended.head).toMatch(/^connection: close$/im);
+  expect(r.route.delivered).toEqual([]);
 });
 
 // Bun closes a connection idle past its idleTimeout (checked on a 4 s tick); the daemon's is 30 s

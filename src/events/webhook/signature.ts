@@ -16,7 +16,7 @@
  * 8 × (secrets + keys) operations. Comparisons are constant-time; a malformed entry just does not
  * match.
  */
-import { type KeyObject, createHmac, createPublicKey, timingSafeEqual, verify } from "node:crypto";
+import { type KeyObject, createHmac, createPublicKey, verify } from "node:crypto";
 import { WEBHOOK_LIMITS } from "./types.ts";
 import { webhookKey } from "./secret.ts";
 
@@ -35,10 +35,11 @@ export type DeliveryVerdict = { ok: true } | { ok: false; status: 400 | 401; why
 const STRICT_BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 /** An integer of more digits than this is far outside any window around now (no float arithmetic on it). */
 const MAX_TIMESTAMP_DIGITS = 15;
-const HMAC_BYTES = 32;
 const ED25519_SIGNATURE_BYTES = 64;
 const KEY_CACHE_MAX = 1024;
 const keyObjects = new Map<string, KeyObject>();
+/** Decoded HMAC keys by secret (bounded like the KeyObjects): a route's secrets change only at a rotation. */
+const hmacKeys = new Map<string, Uint8Array | null>();
 
 export function verifyDelivery(input: DeliveryInput): DeliveryVerdict {
   const { id, timestamp, signature } = input;
@@ -47,9 +48,10 @@ export function verifyDelivery(input: DeliveryInput): DeliveryVerdict {
   }
   if (!withinTolerance(timestamp, input.nowSeconds)) return { ok: false, status: 400, why: "timestamp" };
   const entries = signature.split(" ").filter((e) => e !== "").slice(0, WEBHOOK_LIMITS.signatureEntries);
-  const signed = Buffer.concat([Buffer.from(`${id}.${timestamp}.`, "utf8"), input.body]);
-  if (!hmacMatches(entries, signed, input.secrets)) return { ok: false, status: 401, why: "signature" };
-  if (input.keys.length > 0 && !identityMatches(entries, signed, input.keys)) return { ok: false, status: 401, why: "identity" };
+  const prefix = Buffer.from(`${id}.${timestamp}.`, "utf8");
+  if (!hmacMatches(entries, prefix, input.body, input.secrets)) return { ok: false, status: 401, why: "signature" };
+  // Ed25519 signs one message: only this check needs the body copied behind its prefix.
+  if (input.keys.length > 0 && !identityMatches(entries, Buffer.concat([prefix, input.body]), input.keys)) return { ok: false, status: 401, why: "identity" };
   return { ok: true };
 }
 
@@ -72,18 +74,30 @@ function decodeEntry(entry: string, version: string, bytes: number): Buffer | nu
   return raw.length === bytes && raw.toString("base64") === text ? raw : null;
 }
 
-function hmacMatches(entries: readonly string[], signed: Buffer, secrets: readonly string[]): boolean {
-  const given = entries.map((e) => decodeEntry(e, "v1,", HMAC_BYTES)).filter((b): b is Buffer => b !== null);
+/** HMAC-SHA256 over `prefix` then `body` (the signed content `id.timestamp.body`, without concatenating it). */
+function hmacMatches(entries: readonly string[], prefix: Buffer, body: Uint8Array, secrets: readonly string[]): boolean {
+  // Compared as text with the canonical base64 of the expected MAC: exactly the entries that decode
+  // canonically (padded, zero pad bits) to it, as decodeEntry + a byte compare would find, without
+  // decoding and re-encoding every entry of every delivery.
+  const given = entries.filter((e) => e.startsWith("v1,")).map((e) => e.slice(3));
   if (given.length === 0) return false;
   let matched = false;
   for (const secret of secrets) {
-    const key = webhookKey(secret);
+    const key = decodedKey(secret);
     if (key === null) continue;
-    const expected = createHmac("sha256", key).update(signed).digest();
+    const expected = createHmac("sha256", key).update(prefix).update(body).digest("base64");
     // Every entry is compared (no early exit), so timing says nothing about which one matched.
-    for (const g of given) if (timingSafeEqual(g, expected)) matched = true;
+    for (const g of given) if (sameText(g, expected)) matched = true;
   }
   return matched;
+}
+
+/** Constant-time for equal lengths (a length is no secret: every MAC's encoding is 44 characters). */
+function sameText(a: string, b: string): boolean {
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return diff === 0;
 }
 
 function identityMatches(entries: readonly string[], signed: Buffer, keys: readonly Uint8Array[]): boolean {
@@ -100,6 +114,16 @@ function identityMatches(entries: readonly string[], signed: Buffer, keys: reado
     }
   }
   return false;
+}
+
+/** webhookKey(secret), decoded once per secret (cached, bounded). */
+function decodedKey(secret: string): Uint8Array | null {
+  const cached = hmacKeys.get(secret);
+  if (cached !== undefined) return cached;
+  const key = webhookKey(secret);
+  if (hmacKeys.size >= KEY_CACHE_MAX) hmacKeys.delete(hmacKeys.keys().next().value!);
+  hmacKeys.set(secret, key);
+  return key;
 }
 
 /** The KeyObject of a raw 32-byte Ed25519 public key (cached, bounded); null for anything else. */

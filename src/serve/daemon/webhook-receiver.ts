@@ -10,16 +10,16 @@
  * forwards the path unchanged). Checks before any body byte is read, in this order: method (405),
  * token (410 gone; 503 reserved or restoring), Content-Length (411 missing — a chunked body has
  * none —, 413 over 1 MiB or not a decimal). A body that may not be read is never drained: the
- * sender announced it, we answer before it is sent. Then the body, growing as bytes arrive, under
- * one deadline (VIGIL_EVENTS_BODY_TIMEOUT_MS: 408, nothing kept); then the signature rules
- * (events/webhook/signature.ts: 400/401), the subscription id once known (401), the JSON (400),
+ * sender announced it, we answer before it is sent. Then the body, under one deadline
+ * (VIGIL_EVENTS_BODY_TIMEOUT_MS: 408 and the connection closed, nothing kept); then the signature
+ * rules (events/webhook/signature.ts: 400/401), the subscription id once known (401), the JSON (400),
  * the route's stage (a pending route answers only its verification: events get 503), and the
  * route's own answer. A refusal says no more than a stable code; it is counted and logged at most
  * once a minute per kind, never with a secret, a header value or a body.
  */
 import type { Server } from "bun";
 import { logLine } from "../../shared/log.ts";
-import { readWithin } from "../../shared/read-within.ts";
+import { readAnnounced, readWithin } from "../../shared/read-within.ts";
 import { decodeWebhookBody } from "../../events/webhook/body.ts";
 import { verifyDelivery } from "../../events/webhook/signature.ts";
 import {
@@ -104,6 +104,8 @@ export function createWebhookReceiver(o: WebhookReceiverOptions): WebhookReceive
     const headers: Record<string, string> = { "cache-control": "no-store" };
     if (status === 405) headers.allow = "POST";
     if (status === 503) headers["retry-after"] = RETRY_AFTER_SECONDS;
+    // The rest of a stalled body is never read: the connection ends with the answer, not at its idle timer.
+    if (why === "body_timeout") headers.connection = "close";
     return Response.json({ error: { code: REFUSALS[why].code } }, { status, headers });
   }
 
@@ -125,7 +127,11 @@ export function createWebhookReceiver(o: WebhookReceiverOptions): WebhookReceive
     // The listener's idle timer (30 s) must not end a slow body or a slow store before our own
     // deadlines answer it; past Bun's maximum our deadlines alone bound the request.
     server.timeout(req, idleSeconds <= BUN_MAX_IDLE_SECONDS ? idleSeconds : 0);
-    const body = await readWithin(req.body, { maxBytes: length, deadlineMs: o.bodyTimeoutMs });
+    // Content-Length framing bounds the body to what was announced (≤ 1 MiB, checked above): the
+    // runtime reads it whole in one step. Both framings at once is not trusted: read as it grows.
+    const body = req.headers.has("transfer-encoding")
+      ? await readWithin(req.body, { maxBytes: length, deadlineMs: o.bodyTimeoutMs })
+      : await readAnnounced(req, { deadlineMs: o.bodyTimeoutMs });
     if (body.kind === "timeout") return refuse("body_timeout");
     // More bytes than announced, or a body that ended short (the sender went away): a malformed request.
     if (body.kind === "too_large") return refuse("too_large", 400);

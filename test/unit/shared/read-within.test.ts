@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { readWithin } from "../../../src/shared/read-within.ts";
+import { readAnnounced, readWithin } from "../../../src/shared/read-within.ts";
 
 function streamOf(chunks: string[], o: { fail?: boolean; open?: boolean } = {}) {
   let cancelled = false;
@@ -45,4 +45,22 @@ test("a stream that never ends times out and is cancelled", async () => {
   });
   expect(await readWithin(stream, { maxBytes: 5, deadlineMs: 1 })).toEqual({ kind: "timeout" });
   expect(cancelled).toBe(true);
+});
+
+test("an announced body is read whole in one step", async () => {
+  const r = await readAnnounced(new Request("http://x/", { method: "POST", body: "abcde" }), { deadlineMs: 10_000 });
+  expect(r.kind).toBe("ok");
+  if (r.kind === "ok") expect(new TextDecoder().decode(r.bytes)).toBe("abcde");
+});
+
+test("an announced body that never arrives is a timeout at the deadline", async () => {
+  const stalled = { bytes: () => new Promise<Uint8Array>(() => {}) };
+  expect(await readAnnounced(stalled, { deadlineMs: 1 })).toEqual({ kind: "timeout" });
+});
+
+test("an announced body whose read fails, or cannot even start, is failed", async () => {
+  expect(await readAnnounced({ bytes: () => Promise.reject(new Error("peer went away")) }, { deadlineMs: 10_000 })).toEqual({ kind: "failed" });
+  const used = new Request("http://x/", { method: "POST", body: "abc" });
+  await used.text();
+  expect(await readAnnounced(used, { deadlineMs: 10_000 })).toEqual({ kind: "failed" });
 });
