@@ -14,8 +14,10 @@
  *           200 with nothing stored — what no durable receiver can beat on this machine under this
  *           load, so floor/baseline bounds the ratio any of them can reach;
  *       reporting for each: acknowledged/s, p50/p99 acknowledgement latency (client side: request
- *       sent → status received), CPU per delivery (/proc/<pid>/stat over the timed window) and the
- *       ratio against the target (vigil ≥ 5 × the baseline's acknowledged rate);
+ *       sent → status received), CPU per delivery (/proc/<pid>/stat over the timed window), the
+ *       receiver's fdatasync/fsync calls over the same window (perf stat on the syscall
+ *       tracepoints, sync-count.ts: acknowledgements per sync, the group commit the target is
+ *       about) and the ratio against the target (vigil ≥ 5 × the baseline's acknowledged rate);
  *   (b) memory: the daemon's VmRSS with 1,000 runtime webhook subscriptions (`mcp_events_subscribe`,
  *       1,000 distinct `arguments`) against the same daemon with the session open and none.
  *
@@ -49,6 +51,7 @@ import { fmt, median, mib, runBench, table } from "../report.ts";
 import { RESULTS_FILE, writeResultsSection } from "../results-file.ts";
 import { host, machine, vigilPresent } from "../vigil-under-test.ts";
 import { type LoadPlan, type LoadResult, type Receiver, drive } from "./senders.ts";
+import { type SyncCount, attachSyncCounter } from "./sync-count.ts";
 import { INGEST_KNOBS, type WebhookMemory, startIngestingVigil, webhookCounters, webhookMemory } from "./vigil-stack.ts";
 
 const BUN = process.execPath;
@@ -143,6 +146,8 @@ interface RateRun {
   /** The same for the harness process (the senders: signing, HTTP client): shows when the load, not the receiver, is the limit. */
   senderUsPerDelivery: number;
   senderBusy: number;
+  /** The receiver's fdatasync/fsync calls over the timed window (sync-count.ts; null: perf unavailable). */
+  syncs: SyncCount | null;
   /** vigil: deliveries its /v1/health counts as accepted during the whole drive (warm-up included), and duplicates. */
   accepted: number | null;
   duplicates: number | null;
@@ -161,21 +166,29 @@ const plan = (o: Options, who: Who, round: number, onTimedStart: () => void): Lo
   presign: o.presign,
 });
 
-/** Drives `receiver` and reads `pid`'s CPU from the first timed delivery to the last answer. */
+/** Drives `receiver` and reads `pid`'s CPU and sync calls from the first timed delivery to the last answer. */
 async function measured(o: Options, who: Who, round: number, pid: number, receiver: Receiver) {
   let cpu0 = 0;
   let self0 = 0;
+  const counter = await attachSyncCounter(pid);
   const load = await drive(
     receiver,
     plan(o, who, round, () => {
+      counter?.enable();
       cpu0 = cpuMsOf(pid);
       self0 = selfCpuMs();
     }),
   );
   const cpuMs = cpuMsOf(pid) - cpu0;
   const senderMs = selfCpuMs() - self0;
-  return { load, cpuUsPerDelivery: (cpuMs * 1000) / o.deliveries, busy: cpuMs / load.ms, senderUsPerDelivery: (senderMs * 1000) / o.deliveries, senderBusy: senderMs / load.ms };
+  const syncs = counter === null ? null : await counter.finish();
+  return { load, cpuUsPerDelivery: (cpuMs * 1000) / o.deliveries, busy: cpuMs / load.ms, senderUsPerDelivery: (senderMs * 1000) / o.deliveries, senderBusy: senderMs / load.ms, syncs };
 }
+
+/** Acknowledged deliveries per fdatasync+fsync call over the timed window (NaN: not counted). */
+const acksPerSync = (x: RateRun) => (x.syncs === null ? Number.NaN : x.load.acknowledged / Math.max(1, x.syncs.fdatasync + x.syncs.fsync));
+const syncText = (x: RateRun) =>
+  x.syncs === null ? "not counted (perf unavailable)" : x.syncs.fdatasync + x.syncs.fsync === 0 ? `no syncs for ${fmt(x.load.acknowledged)} acks` : `${fmt(x.syncs.fdatasync)} fdatasync + ${fmt(x.syncs.fsync)} fsync for ${fmt(x.load.acknowledged)} acks = 1 sync per ${fmt(acksPerSync(x), 1)} acks${x.syncs.lateThreads > 0 ? ` (${x.syncs.lateThreads} thread(s) started after attaching: not counted)` : ""}`;
 
 async function vigilRun(o: Options, round: number): Promise<RateRun> {
   const v = await startIngestingVigil(o.profile === null ? undefined : profiled(o.profile, round));
@@ -257,10 +270,20 @@ function rateTable(r: Results): string[] {
       fmt(med(r, who, (x) => x.cpuUsPerDelivery)),
       `${fmt(med(r, who, (x) => x.busy * 100))} %`,
       `${fmt(med(r, who, (x) => x.senderUsPerDelivery))} (${fmt(med(r, who, (x) => x.senderBusy * 100))} %)`,
+      syncsCell(runs),
       runs.map(refusedText).join("; "),
     ]];
   });
-  return table(["receiver", "acknowledged/s", "p50 ack (ms)", "p99 ack (ms)", "max (ms)", "receiver CPU µs / delivery", "receiver CPU busy", "senders' CPU µs / delivery (busy)", "refused"], rows, ["l", "r", "r", "r", "r", "r", "r", "r", "l"]);
+  return table(["receiver", "acknowledged/s", "p50 ack (ms)", "p99 ack (ms)", "max (ms)", "receiver CPU µs / delivery", "receiver CPU busy", "senders' CPU µs / delivery (busy)", "acks per fdatasync/fsync (timed window)", "refused"], rows, ["l", "r", "r", "r", "r", "r", "r", "r", "r", "l"]);
+}
+
+/** "1 per N" (median over rounds, range), or "—" when no run was counted (a receiver that syncs nothing: "no syncs"). */
+function syncsCell(runs: RateRun[]): string {
+  const counted = runs.filter((x) => x.syncs !== null);
+  if (counted.length === 0) return "—";
+  if (counted.every((x) => x.syncs!.fdatasync + x.syncs!.fsync === 0)) return "no syncs";
+  const xs = counted.map(acksPerSync);
+  return `1 per ${fmt(median(xs), 1)}${xs.length > 1 ? ` (${fmt(Math.min(...xs), 1)}–${fmt(Math.max(...xs), 1)})` : ""}`;
 }
 
 /** Median acknowledged/s of `a` over that of `b` (NaN when either did not run). */
@@ -344,6 +367,8 @@ function render(r: Results): string {
     );
     const note = ceilingNote(r);
     if (note !== null) L.push(note, "");
+    const syncLines = WHO.flatMap((who) => runsOf(r, who).map((x) => `${who} round ${x.round}: ${syncText(x)}`));
+    L.push(`**Syncs per acknowledgement** (the mechanism of the target: vigil's group commit against the baseline's sync per request), counted exactly over each timed window by \`perf stat\` on the fdatasync/fsync syscall tracepoints of the receiver's threads (bench/webhook/sync-count.ts): ${syncLines.join("; ")}.`, "");
     const checks = runsOf(r, "vigil").map((x) => `round ${x.round}: ${fmt(x.accepted ?? Number.NaN)} accepted, ${fmt(x.duplicates ?? Number.NaN)} duplicates for ${fmt(WARMUP + r.o.deliveries)} sent`);
     if (checks.length > 0) L.push(`vigil's \`/v1/health\` webhook counters over each drive: ${checks.join("; ")}.`, "");
   }
@@ -366,7 +391,7 @@ function textSummary(r: Results): string {
   for (const x of r.runs) {
     const l = x.load;
     out.push(
-      `  round ${x.round} ${x.who.padEnd(8)} ${fmt(l.ackPerSecond).padStart(7)} ack/s  p50 ${fmt(l.p50Ms, 2)} ms  p99 ${fmt(l.p99Ms, 2)} ms  cpu ${fmt(x.cpuUsPerDelivery)} µs/delivery (busy ${fmt(x.busy * 100)} %), senders ${fmt(x.senderUsPerDelivery)} µs/delivery (${fmt(x.senderBusy * 100)} %)  refused: ${refusedText(x)}${x.accepted !== null ? `  health accepted ${x.accepted} duplicates ${x.duplicates}` : ""}  exit ${x.exit}`,
+      `  round ${x.round} ${x.who.padEnd(8)} ${fmt(l.ackPerSecond).padStart(7)} ack/s  p50 ${fmt(l.p50Ms, 2)} ms  p99 ${fmt(l.p99Ms, 2)} ms  cpu ${fmt(x.cpuUsPerDelivery)} µs/delivery (busy ${fmt(x.busy * 100)} %), senders ${fmt(x.senderUsPerDelivery)} µs/delivery (${fmt(x.senderBusy * 100)} %)  syncs: ${syncText(x)}  refused: ${refusedText(x)}${x.accepted !== null ? `  health accepted ${x.accepted} duplicates ${x.duplicates}` : ""}  exit ${x.exit}`,
     );
   }
   const ratios = (["vigil/baseline", "floor/baseline", "vigil/floor"] as const).map((k) => {

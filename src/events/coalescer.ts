@@ -116,10 +116,7 @@ export class Coalescer {
   private async fire(): Promise<void> {
     if (this.stopped || this.session.closed) return;
     if (this.session.name !== undefined) throwAtSessionSeam(this.session.name, "coalescer_fire");
-    const ready = this.store.pending().filter((e) => !this.inBatch.has(e.seq));
-    const steer = ready.filter((e) => e.action === "steer");
-    const idle = this.session.state === "idle";
-    const chosen = steer.length > 0 ? steer.slice(0, MAX_BATCH) : idle ? ready.slice(0, MAX_BATCH) : [];
+    const chosen = chooseBatch(this.store, this.inBatch, this.session.state === "idle");
     // Only what fits the session's model context goes in (issue 12 item A); the rest is the next batch.
     const fit = fitBatch(chosen.map(batchEntry), this.session.injectionMaxBytes ?? Number.POSITIVE_INFINITY);
     const batch = chosen.slice(0, fit.count);
@@ -156,7 +153,7 @@ export class Coalescer {
     }
     this.inflight.set(tag, seqs);
     this.lastInjectAt = this.scheduler.now();
-    if (this.ready > 0) this.kick();
+    if (firstReady(this.store.pendingInOrder(), this.inBatch, 1).length > 0) this.kick();
   }
 
   private settled(report: RunSettled): void {
@@ -226,6 +223,36 @@ export class Coalescer {
   private commitNow(): void {
     this.store.commit().catch((e) => logLine(`serve: events: could not record delivered events or attempts (they may be injected again): ${errorMessage(e)}`));
   }
+}
+
+/**
+ * The entries of the next batch, before fitting: up to MAX_BATCH steer events not in a batch (they
+ * go in even mid-run), else, when the session is idle, the first MAX_BATCH entries not in a batch.
+ * It walks the queue only as far as the batch needs and looks for steer events only when the queue
+ * holds some: a firing costs O(batch + in flight), not O(queue) (a queue of 10⁵ follow-ups waiting
+ * on a busy session is walked not at all).
+ */
+export function chooseBatch(
+  store: Pick<EventsStore, "pendingInOrder" | "steerCount">,
+  inBatch: ReadonlySet<number>,
+  idle: boolean,
+): PendingEntry[] {
+  if (store.steerCount > 0) {
+    const steer = firstReady(store.pendingInOrder(), inBatch, MAX_BATCH, (e) => e.action === "steer");
+    if (steer.length > 0) return steer;
+  }
+  return idle ? firstReady(store.pendingInOrder(), inBatch, MAX_BATCH) : [];
+}
+
+/** The first `limit` entries in seq order that are not in a batch (and pass `want`). */
+export function firstReady(entries: Iterable<PendingEntry>, inBatch: ReadonlySet<number>, limit: number, want?: (e: PendingEntry) => boolean): PendingEntry[] {
+  const out: PendingEntry[] = [];
+  for (const e of entries) {
+    if (inBatch.has(e.seq) || (want !== undefined && !want(e))) continue;
+    out.push(e);
+    if (out.length >= limit) break;
+  }
+  return out;
 }
 
 function batchEntry({ server, name, arguments: args, instructions, event }: PendingEntry): BatchEntry {

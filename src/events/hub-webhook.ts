@@ -42,6 +42,8 @@ export class HubWebhooks {
   private readonly records = new Map<string, WebhookRecord>();
   private debounce: TimerHandle | null = null;
   private stopped = false;
+  /** The answer of the group commit the latest deliveries wait on, shared by all of them (see `durable`). */
+  private waiting: { commit: Promise<void>; answer: Promise<WebhookAnswer> } | null = null;
 
   constructor(
     readonly ability: WebhookAbility,
@@ -130,14 +132,25 @@ export class HubWebhooks {
     this.debounce = null;
   }
 
-  /** 200 once the log covering everything added so far is synced, within the ack deadline; else 503. */
-  private async durable(): Promise<WebhookAnswer> {
-    try {
-      const done = await within(this.store.commit().then(() => true), this.host.tuning.ackTimeoutMs);
-      return done === true ? OK : UNAVAILABLE;
-    } catch {
-      return UNAVAILABLE; // a failed write: kept for the next one, which the server's retry triggers
-    }
+  /**
+   * 200 once the log covering everything added so far is synced, within the ack deadline; else 503.
+   * The deliveries that arrive while one commit is in flight all wait on the same next commit (the
+   * store's group commit hands them one promise): they share one answer and one deadline timer,
+   * armed by the first of them — a later one may get its 503 sooner than ackTimeoutMs, never a 200
+   * before the sync that covers its add. Once that answer is given (either way) it is no longer
+   * shared: a delivery arriving after a deadline passed waits its own, on the same commit.
+   */
+  private durable(): Promise<WebhookAnswer> {
+    const commit = this.store.commit();
+    if (this.waiting !== null && this.waiting.commit === commit) return this.waiting.answer;
+    const entry = {
+      commit,
+      answer: answerWithin(commit, this.host.tuning.ackTimeoutMs, () => {
+        if (this.waiting === entry) this.waiting = null;
+      }),
+    };
+    this.waiting = entry;
+    return entry.answer;
   }
 
   private scheduleFlush(): void {
@@ -152,6 +165,22 @@ export class HubWebhooks {
   private releaseToken(token: string): void {
     if (this.ability.available) this.ability.routes.release(token);
   }
+}
+
+/**
+ * OK once `commit` resolves within `ms`; UNAVAILABLE on a timeout or a failed write (kept for the
+ * next one, which the server's retry triggers). `settled` runs as the answer is decided, before
+ * anyone awaiting it resumes.
+ */
+async function answerWithin(commit: Promise<void>, ms: number, settled: () => void): Promise<WebhookAnswer> {
+  let answer: WebhookAnswer;
+  try {
+    answer = (await within(commit.then(() => true), ms)) === true ? OK : UNAVAILABLE;
+  } catch {
+    answer = UNAVAILABLE;
+  }
+  settled();
+  return answer;
 }
 
 /**

@@ -67,6 +67,8 @@ export class EventsStore {
   private readonly live: Map<number, LiveEntry>;
   private nextSeq: number;
   private liveBytes = 0;
+  /** Live entries whose action is steer: a reader looking for them scans only when there are some. */
+  private liveSteer = 0;
   /** Log records serialized since the last successful write (log-backlog.ts). */
   private readonly backlog: LogBacklog;
   private readonly subs: Map<string, SubscriptionRecord>;
@@ -94,7 +96,10 @@ export class EventsStore {
   ) {
     this.counters = counters;
     this.live = replayed.live;
-    for (const e of this.live.values()) this.liveBytes += e.bytes;
+    for (const e of this.live.values()) {
+      this.liveBytes += e.bytes;
+      if (e.entry.action === "steer") this.liveSteer++;
+    }
     this.nextSeq = replayed.maxSeq + 1;
     this.skippedLines = replayed.skipped;
     this.repairedBytes = replayed.repairedBytes;
@@ -156,6 +161,7 @@ export class EventsStore {
     this.nextSeq++;
     this.live.set(entry.seq, stored);
     this.liveBytes += stored.bytes;
+    if (stored.entry.action === "steer") this.liveSteer++;
     this.record(stored.line, stored.bytes);
     return stored.entry;
   }
@@ -163,6 +169,16 @@ export class EventsStore {
   /** Live entries, seq order. */
   pending(): readonly PendingEntry[] {
     return Array.from(this.live.values(), (e) => e.entry);
+  }
+
+  /** Live entries in seq order, not copied: a reader that needs the first few stops early (a coalescer firing). */
+  *pendingInOrder(): Generator<PendingEntry, void, undefined> {
+    for (const e of this.live.values()) yield e.entry;
+  }
+
+  /** Live entries whose action is steer. */
+  get steerCount(): number {
+    return this.liveSteer;
   }
 
   /** Removes entries from the queue; unknown (or already done) seqs are ignored. */
@@ -174,6 +190,7 @@ export class EventsStore {
       if (e === undefined) continue;
       this.live.delete(seq);
       this.liveBytes -= e.bytes;
+      if (e.entry.action === "steer") this.liveSteer--;
       removed.push(seq);
     }
     if (removed.length === 0) return;
