@@ -29,3 +29,11 @@ export function writeResultsSection(key: string, section: string, path = RESULTS
   }
   writeFileSync(path, text);
 }
+
+/** Prints a harness's summary and its section on stdout; with `write`, also records the section (said on stderr). */
+export function publishResults(key: string, summary: string, section: string, write: boolean): void {
+  process.stdout.write(`${summary}\n\n${section}\n`);
+  if (!write) return;
+  writeResultsSection(key, section);
+  process.stderr.write(`written: ${RESULTS_FILE} (bench:${key} section)\n`);
+}

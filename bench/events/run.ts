@@ -54,7 +54,7 @@ import { closeSync, existsSync, fstatSync, mkdirSync, mkdtempSync, openSync, rea
 import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { type MockModel, type RecordedRequest, startMockModel } from "../../test/fixtures/mock-model.ts";
-import { RESULTS_FILE, writeResultsSection } from "../results-file.ts";
+import { publishResults } from "../results-file.ts";
 import { fmt, median, mib, table, runBench } from "../report.ts";
 import { VIGIL, machine, vigilPresent } from "../vigil-under-test.ts";
 import { type Memory, cpuMsOf, memoryOf, selfCpuMs } from "../proc.ts";
@@ -1092,11 +1092,7 @@ async function main(): Promise<number> {
     load: [loadStart, loadavg()[0]!.toFixed(2)],
   };
   const section = render(results);
-  process.stdout.write(`${textSummary(results)}\n\n${section}\n`);
-  if (o.write) {
-    writeResultsSection("events", section);
-    process.stderr.write(`written: ${RESULTS_FILE} (bench:events section)\n`);
-  }
+  publishResults("events", textSummary(results), section, o.write);
   return 0;
 }
 

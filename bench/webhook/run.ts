@@ -48,7 +48,7 @@ import { randomBytes } from "node:crypto";
 import { type Child, exitUnlessDoneWithin, spawnChild, stop, waitLine } from "../children.ts";
 import { cpuMsOf, selfCpuMs } from "../proc.ts";
 import { fmt, median, mib, runBench, table } from "../report.ts";
-import { RESULTS_FILE, writeResultsSection } from "../results-file.ts";
+import { publishResults } from "../results-file.ts";
 import { host, machine, vigilPresent } from "../vigil-under-test.ts";
 import { type LoadPlan, type LoadResult, type Receiver, drive } from "./senders.ts";
 import { type SyncCount, attachSyncCounter } from "./sync-count.ts";
@@ -442,11 +442,7 @@ async function main(): Promise<number> {
     load: [loadStart, loadavg()[0]!.toFixed(2)],
   };
   const section = render(results);
-  process.stdout.write(`${textSummary(results)}\n\n${section}\n`);
-  if (o.write) {
-    writeResultsSection("webhook", section);
-    process.stderr.write(`written: ${RESULTS_FILE} (bench:webhook section)\n`);
-  }
+  publishResults("webhook", textSummary(results), section, o.write);
   return 0;
 }
 

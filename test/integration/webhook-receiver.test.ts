@@ -114,8 +114,13 @@ async function post(url: string, route: FakeRoute, s: Signed = {}, body = EVENT)
   return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, unknown> };
 }
 
-/** One raw HTTP/1.1 exchange: sends `head` (and `body` if any), resolves with the status once the answer's head arrived. */
-function rawExchange(port: number, head: string, body = ""): Promise<{ status: number; head: string }> {
+/**
+ * One raw HTTP/1.1 exchange: sends `head + body`, then resolves with the answer's status and head —
+ * as soon as the head arrived (`until: "head"`, the socket is then ended), or once the server closed
+ * the connection (`until: "closed"`).
+ */
+function rawSend(port: number, head: string, body: string, until: "head" | "closed"): Promise<{ status: number; head: string }> {
+  const parse = (got: string) => ({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(got)?.[1] ?? 0), head: got.split("\r\n\r\n")[0]! });
   return new Promise((resolve, reject) => {
     let got = "";
     void Bun.connect({
@@ -127,14 +132,14 @@ function rawExchange(port: number, head: string, body = ""): Promise<{ status: n
         },
         data(socket, data) {
           got += data.toString("latin1");
-          const end = got.indexOf("\r\n\r\n");
-          if (end < 0) return;
-          resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(got)?.[1] ?? 0), head: got.slice(0, end) });
+          if (until !== "head" || !got.includes("\r\n\r\n")) return;
+          resolve(parse(got));
           socket.end();
         },
         close() {
-          // After an answer this is a no-op (a settled promise stays settled).
-          reject(new Error(`closed without an answer: ${JSON.stringify(got)}`));
+          // After an answer by head this is a no-op (a settled promise stays settled).
+          if (until === "closed") resolve(parse(got));
+          else reject(new Error(`closed without an answer: ${JSON.stringify(got)}`));
         },
         error(_socket, e) {
           reject(e);
@@ -144,30 +149,8 @@ function rawExchange(port: number, head: string, body = ""): Promise<{ status: n
   });
 }
 
-/** Sends `head + body` and keeps the socket open until the server closes it (bounded by the test's timeout). */
-function rawUntilClosed(port: number, head: string, body: string): Promise<{ status: number; head: string }> {
-  return new Promise((resolve, reject) => {
-    let got = "";
-    void Bun.connect({
-      hostname: "127.0.0.1",
-      port,
-      socket: {
-        open(socket) {
-          socket.write(head + body);
-        },
-        data(_socket, data) {
-          got += data.toString("latin1");
-        },
-        close() {
-          resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(got)?.[1] ?? 0), head: got.split("\r\n\r\n")[0]! });
-        },
-        error(_socket, e) {
-          reject(e);
-        },
-      },
-    });
-  });
-}
+const rawExchange = (port: number, head: string, body = "") => rawSend(port, head, body, "head");
+const rawUntilClosed = (port: number, head: string, body: string) => rawSend(port, head, body, "closed");
 
 const rawHead = (path: string, lines: string[]) => `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n${lines.map((l) => `${l}\r\n`).join("")}\r\n`;
 
