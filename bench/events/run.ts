@@ -59,6 +59,7 @@ import { fmt, median, mib, table, runBench } from "../report.ts";
 import { VIGIL, machine, vigilPresent } from "../vigil-under-test.ts";
 import { type Memory, cpuMsOf, memoryOf, selfCpuMs } from "../proc.ts";
 import { type Child, exitUnlessDoneWithin, type LineHandler, spawnChild, stop, until, waitLine, waitStderr } from "../children.ts";
+import { inFlight } from "../in-flight.ts";
 
 const ROOT = resolve(import.meta.dir, "../..");
 const BUN = process.execPath;
@@ -664,22 +665,11 @@ async function command(d: Daemon, session: string, cmd: Record<string, unknown>,
 }
 
 /** Makes `from..to-1` runtime subscriptions, SUBSCRIBE_WINDOW in flight; returns failures. */
-async function subscribeMany(d: Daemon, delivery: Delivery, from: number, to: number): Promise<{ failures: number; sample: string | null }> {
-  let next = from;
-  let failures = 0;
-  let sample: string | null = null;
-  const worker = async () => {
-    while (next < to) {
-      const i = next++;
-      const r = await command(d, "bench", { type: "mcp_events_subscribe", id: `sub-${i}`, server: "tickets", name: "ticket.updated", delivery, arguments: { project: `p${i}` } });
-      if (!r.success) {
-        failures++;
-        sample ??= r.error?.message ?? "failed";
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: SUBSCRIBE_WINDOW }, worker));
-  return { failures, sample };
+function subscribeMany(d: Daemon, delivery: Delivery, from: number, to: number): Promise<{ failures: number; sample: string | null }> {
+  return inFlight(from, to, SUBSCRIBE_WINDOW, async (i) => {
+    const r = await command(d, "bench", { type: "mcp_events_subscribe", id: `sub-${i}`, server: "tickets", name: "ticket.updated", delivery, arguments: { project: `p${i}` } });
+    return r.success ? null : (r.error?.message ?? "failed");
+  });
 }
 
 async function settled(d: Daemon, fixturePid: number, label: string): Promise<MemRow> {

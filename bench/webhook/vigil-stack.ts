@@ -13,6 +13,7 @@ import { startWebhookStack, type WebhookStack } from "../../test/helpers/webhook
 import { waitFor } from "../../test/helpers/wait.ts";
 import { VIGIL } from "../vigil-under-test.ts";
 import { type Memory, memoryOf } from "../proc.ts";
+import { inFlight } from "../in-flight.ts";
 import type { Receiver } from "./senders.ts";
 
 const TICKETS = "ticket.updated";
@@ -172,27 +173,10 @@ export async function webhookMemory(k: number): Promise<WebhookMemory> {
 }
 
 /** Subscriptions from..to-1, SUBSCRIBE_WINDOW in flight; each with its own `arguments`. */
-async function subscribe(v: VigilStack, from: number, to: number): Promise<{ failures: number; sample: string | null }> {
-  let next = from;
-  let failures = 0;
-  let sample: string | null = null;
-  const worker = async () => {
-    while (next < to) {
-      const i = next++;
-      const r = await command(v.stack.daemon, "bench", {
-        type: "mcp_events_subscribe",
-        id: `sub-${i}`,
-        server: "fx",
-        name: TICKETS,
-        delivery: "webhook",
-        arguments: { project: `p${i}` },
-      });
-      if (!r.body.success) {
-        failures++;
-        sample ??= r.body.error?.message ?? `HTTP ${r.status}`;
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: SUBSCRIBE_WINDOW }, worker));
-  return { failures, sample };
+function subscribe(v: VigilStack, from: number, to: number): Promise<{ failures: number; sample: string | null }> {
+  return inFlight(from, to, SUBSCRIBE_WINDOW, async (i) => {
+    const spec = { type: "mcp_events_subscribe", id: `sub-${i}`, server: "fx", name: TICKETS, delivery: "webhook", arguments: { project: `p${i}` } };
+    const r = await command(v.stack.daemon, "bench", spec);
+    return r.body.success ? null : (r.body.error?.message ?? `HTTP ${r.status}`);
+  });
 }

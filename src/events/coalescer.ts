@@ -81,13 +81,6 @@ export class Coalescer {
     this.offs = [session.onRunSettled((report) => this.settled(report)), session.onReceived((tags) => this.received(tags))];
   }
 
-  /** Entries queued and not in a batch the model may be working on. */
-  get ready(): number {
-    let n = 0;
-    for (const e of this.store.pending()) if (!this.inBatch.has(e.seq)) n++;
-    return n;
-  }
-
   /** Something may be ready: (re)arm the timer. */
   kick(): void {
     if (this.stopped || this.timer !== null || this.firing) return;

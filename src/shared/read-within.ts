@@ -5,6 +5,7 @@
  * nothing of it is kept. `readAnnounced` is the one-step read of a request body whose framing
  * already bounds it (below).
  */
+import { within } from "./time.ts";
 
 export type ReadWithin =
   | { kind: "ok"; bytes: Uint8Array }
@@ -65,20 +66,12 @@ export async function readAnnounced(body: { bytes(): Promise<Uint8Array> }, o: {
   } catch {
     return { kind: "failed" }; // already read, or not readable at all
   }
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const expired = new Promise<"timeout">((resolve) => {
-    timer = setTimeout(() => resolve("timeout"), o.deadlineMs);
-  });
   try {
-    const step = await Promise.race([reading, expired]);
-    if (step === "timeout") {
-      reading.catch(() => {});
-      return { kind: "timeout" };
-    }
-    return { kind: "ok", bytes: step };
+    const bytes = await within(reading, o.deadlineMs);
+    if (bytes !== undefined) return { kind: "ok", bytes };
+    reading.catch(() => {});
+    return { kind: "timeout" };
   } catch {
     return { kind: "failed" };
-  } finally {
-    clearTimeout(timer);
   }
 }

@@ -93,6 +93,9 @@ export interface WebhookRoutes {
   /** The subscription behind a reserved token is not coming back (forgotten, refused): 410 from now on. */
   release(token: string): void;
   lookup(token: string): TokenLookup;
+  /** Daemon boot: every unknown token is held (503) until `endRestoring`, at most the restore window since the process started. */
+  beginRestoring(): void;
+  endRestoring(): void;
   /** Every token minted or reserved in this process is unique: true when `token` is already in use. */
   inUse(token: string): boolean;
   /** Counts a refusal (surfaced in `/v1/health` and, later, metrics). */

@@ -3,7 +3,6 @@
  * the restart window around the boot sessions (events design notes §4.5). Both exist only when
  * the events service can deliver by webhook (`--listen` and `--mcp-events-callback-url`).
  */
-import { WebhookRouteTable } from "../../events/webhook/routes.ts";
 import type { WebhookRoutes } from "../../events/webhook/types.ts";
 import type { ServeApp } from "../types.ts";
 import { type WebhookReceiver, createWebhookReceiver } from "./webhook-receiver.ts";
@@ -24,9 +23,8 @@ export function daemonWebhook(app: ServeApp): DaemonWebhook | null {
   const callbackUrl = app.events.callbackBase;
   if (!ability.available || callbackUrl === null) return null;
   const routes = ability.routes;
-  const table = routes instanceof WebhookRouteTable ? routes : null;
   // Held from now, before the listener accepts its first delivery.
-  table?.beginRestoring();
+  routes.beginRestoring();
   return {
     routes,
     receiver: createWebhookReceiver({
@@ -40,7 +38,7 @@ export function daemonWebhook(app: ServeApp): DaemonWebhook | null {
       try {
         await wake();
       } finally {
-        table?.endRestoring();
+        routes.endRestoring();
       }
     },
   };

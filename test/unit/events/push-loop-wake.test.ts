@@ -4,9 +4,9 @@
 // backoff; without a wake the wait runs its full backoff.
 import { expect, test } from "bun:test";
 import type { HostedSubscription, SubscriptionHost } from "../../../src/events/subscription/host.ts";
+import { fakeHostedSubscription } from "../../helpers/hosted-subscription.ts";
 import { runPush } from "../../../src/events/subscription/push-loop.ts";
 import type { WakeSlot } from "../../../src/events/subscription/sleep.ts";
-import { DedupWindow } from "../../../src/events/rules/dedup.ts";
 import { PushStream } from "../../../src/events/wire/push-stream.ts";
 import { FakeScheduler } from "../../helpers/fake-scheduler.ts";
 
@@ -37,21 +37,7 @@ function setup() {
     commit: async () => {},
     persist: () => {},
   } as unknown as SubscriptionHost;
-  let up = false;
-  const sub: HostedSubscription = {
-    key: "k",
-    spec: { server: "s", name: "e", arguments: {}, action: "follow_up", delivery: "push" },
-    origin: "configured",
-    cursor: null,
-    dedup: new DedupWindow([]),
-    delivered: 0,
-    duplicates: 0,
-    get up() {
-      return up;
-    },
-    markUp: () => void (up = true),
-    stored: async () => {},
-  };
+  const sub = fakeHostedSubscription({ server: "s", name: "e", arguments: {}, action: "follow_up", delivery: "push" });
   return { clock, opened, host, sub };
 }
 

@@ -6,9 +6,9 @@
 // stop unsubscribes with the mode and the url, and a JWKS that cannot be read refuses without
 // leaving a route behind (design notes §4.4, §4.6; wire notes §9–§11, §14, §17, §18).
 import { expect, test } from "bun:test";
-import { DedupWindow } from "../../../src/events/rules/dedup.ts";
 import { OCCURRENCE_LIMITS } from "../../../src/events/rules/occurrence.ts";
 import type { HostedSubscription, SubscriptionHost } from "../../../src/events/subscription/host.ts";
+import { fakeHostedSubscription } from "../../helpers/hosted-subscription.ts";
 import { Subscription } from "../../../src/events/subscription/subscription.ts";
 import { EventsTerminated } from "../../../src/events/subscription/push-loop.ts";
 import { WebhookRouteTable } from "../../../src/events/webhook/routes.ts";
@@ -83,21 +83,7 @@ function setup(o: { origin?: string | null; record?: WebhookRecord | null; fetch
       throw e;
     },
   } as unknown as SubscriptionHost;
-  let up = false;
-  const sub: HostedSubscription = {
-    key: "k",
-    spec: { server: "s", name: "e", arguments: { severity: "P1" }, action: "follow_up" },
-    origin: "configured",
-    cursor: null,
-    dedup: new DedupWindow([]),
-    delivered: 0,
-    duplicates: 0,
-    get up() {
-      return up;
-    },
-    markUp: () => void (up = true),
-    stored: async () => {},
-  };
+  const sub = fakeHostedSubscription({ server: "s", name: "e", arguments: { severity: "P1" }, action: "follow_up" });
   const sleepNow = async () => {};
   const link = new WebhookLink(o.record, { scheduler: clock, now: () => EPOCH + clock.now(), ...(o.fetch ? { fetch: o.fetch, sleep: sleepNow } : {}) });
   return {
