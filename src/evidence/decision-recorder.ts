@@ -2,8 +2,12 @@
  * Writes `vigil.mcp.decision.v1` records (wrap.md §5) with a contiguous `seq`, for every producer of
  * decisions: wrap's proxy and serve's governed tool calls write the same format.
  */
-import type { EvidenceLog } from "./evidence-log.ts";
 import { type DecisionData, decisionEvent } from "./records.ts";
+
+/** Where records go: a chained log (chained-log.ts) in every producer. */
+export interface RecordSink {
+  append(event: Record<string, unknown>): boolean;
+}
 
 /** What the caller decides; the recorder adds session, seq, server, policy digest and dry_run. */
 export type DecisionFields = Pick<
@@ -12,14 +16,18 @@ export type DecisionFields = Pick<
 >;
 
 export class DecisionRecorder {
-  private seq = 0;
+  private seq: number;
 
   constructor(
-    readonly log: EvidenceLog,
+    readonly log: RecordSink,
     private readonly source: string,
     private readonly policyDigest: string | null,
     private readonly dryRun: boolean,
-  ) {}
+    /** The first record's `seq`: a serve session that reopens its log continues it. */
+    firstSeq = 0,
+  ) {
+    this.seq = firstSeq;
+  }
 
   /** Appends one record; false when it could not be written (the log is then poisoned). */
   record(sessionId: string, serverId: string, fields: DecisionFields): boolean {
@@ -38,6 +46,6 @@ export class DecisionRecorder {
       arguments_sha256: fields.arguments_sha256,
       dry_run: this.dryRun,
     };
-    return this.log.append(JSON.stringify(decisionEvent(this.source, data)));
+    return this.log.append(decisionEvent(this.source, data));
   }
 }

@@ -85,6 +85,23 @@ export class EvidenceLog {
     return true;
   }
 
+  /**
+   * fdatasync what was written so far (before a checkpoint names it). A failure poisons the writer
+   * like a failed write: what it covers may not be durable. False when the writer is poisoned.
+   */
+  sync(): boolean {
+    if (this.fd === null || this.failure !== null) return this.failure === null;
+    try {
+      fdatasyncSync(this.fd);
+    } catch (e) {
+      const code = errnoCode(e);
+      if (code === "EINVAL" || code === "EROFS") return true;
+      this.failure = `sync failed: ${writeErrorText(e, this.path)}`;
+      return false;
+    }
+    return true;
+  }
+
   /** fdatasync and close. A sync failure poisons the writer (its lines may not be durable). */
   close(): void {
     if (this.fd === null) return;

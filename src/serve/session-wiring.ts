@@ -188,7 +188,7 @@ function sessionRunner(parts: SessionParts, name: string, log: EvidenceLog | nul
   const { config, policy, model, pool } = parts;
   const decisions = log === null || config.evidence === undefined
     ? null
-    : new DecisionRecorder(log, config.evidence.event_source, policy?.digest ?? null, false);
+    : new DecisionRecorder({ append: (e) => log.append(JSON.stringify(e)) }, config.evidence.event_source, policy?.digest ?? null, false);
   const tools = config.mcp_servers.length === 0 ? null : createToolGateway({ pool, policy, decisions, sessionId: name, toolsMaxTokens: contextBudget(model.contextTokens).toolsMax });
   const systemPrompt = config.system_prompt === undefined ? {} : { systemPrompt: config.system_prompt };
   return (request, emit, signal) => {

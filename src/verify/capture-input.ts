@@ -21,6 +21,11 @@ export const BOUNDS = {
   decisionLines: 10_000,
   receiptBytes: 8 * 1024 * 1024,
   receiptLines: 100_000,
+  /** checkpoints.ndjson: one signed line per 1,000 records or 60 s. */
+  checkpointBytes: 8 * 1024 * 1024,
+  checkpointLines: 10_000,
+  /** capture.dsse.json (and each serve stop envelope): a statement over a handful of files. */
+  envelopeBytes: 256 * 1024,
   /** server-stderr.log is only hashed (streamed), never parsed. */
   stderrBytes: 1024 * 1024 * 1024,
 } as const;

@@ -15,6 +15,8 @@ const READ_LIMITS: Record<CaptureFileName, number | "hash"> = {
   [CAPTURE_FILES.decisions]: BOUNDS.decisionBytes,
   [CAPTURE_FILES.receipts]: BOUNDS.receiptBytes,
   [CAPTURE_FILES.serverStderr]: "hash",
+  [CAPTURE_FILES.checkpoints]: BOUNDS.checkpointBytes,
+  [CAPTURE_FILES.envelope]: BOUNDS.envelopeBytes,
 };
 
 /** At most this many unexpected directory entries are named in the report. */

@@ -71,8 +71,9 @@ export class SessionEvidence {
           ...(this.meta.decisionLogFaultBytes === undefined ? {} : { failAfterBytes: this.meta.decisionLogFaultBytes }),
         };
         this.decisionLog = dl.mode === "new" ? EvidenceLog.createNew(dl.path, options) : EvidenceLog.openAppend(dl.path, options);
+        const log = this.decisionLog;
         if (this.meta.eventSource !== null) {
-          this.decisions = new DecisionRecorder(this.decisionLog, this.meta.eventSource, this.meta.policyDigest, this.meta.dryRun);
+          this.decisions = new DecisionRecorder({ append: (e) => log.append(JSON.stringify(e)) }, this.meta.eventSource, this.meta.policyDigest, this.meta.dryRun);
         }
       }
       if (this.plan.receipts) {
