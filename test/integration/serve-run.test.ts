@@ -106,7 +106,7 @@ describe("serve run loop", () => {
     const logPath = join(dir, "decisions.ndjson");
     const log = EvidenceLog.createNew(logPath);
     cleanups.push(() => log.close());
-    const decisions = new DecisionRecorder(log, "vigil://test", policy.digest, false);
+    const decisions = new DecisionRecorder({ append: (e) => log.append(JSON.stringify(e)) }, "vigil://test", policy.digest, false);
     const m = await mock();
     const pool = await fixturePool(record);
     m.script([
@@ -145,7 +145,7 @@ describe("serve run loop", () => {
     const record = join(dir, "record.ndjson");
     const log = EvidenceLog.openAppend("/dev/full");
     cleanups.push(() => log.close());
-    const decisions = new DecisionRecorder(log, "vigil://test", null, false);
+    const decisions = new DecisionRecorder({ append: (e) => log.append(JSON.stringify(e)) }, "vigil://test", null, false);
     const m = await mock();
     const pool = await fixturePool(record);
     m.script([{ toolCalls: [{ id: "call_1", name: "fx__echo", arguments: { text: "x" } }] }, { text: "ok" }]);

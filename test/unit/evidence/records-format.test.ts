@@ -11,7 +11,7 @@ const ENVELOPE = ["specversion", "type", "source", "id", "time", "datacontenttyp
 
 test("vigil.mcp.decision.v1", () => {
   const lines: string[] = [];
-  const log = { append: (line: string) => (lines.push(line), true) } as unknown as EvidenceLog;
+  const log = { append: (event: Record<string, unknown>) => (lines.push(JSON.stringify(event)), true) };
   const recorder = new DecisionRecorder(log, "vigil://h/a", "sha256:abc", false);
   recorder.record("s1", "fs", { request_id: 7, tool: "read_file", decision: "allow", reason_code: "P_ALLOW", reason: "r", matched_rule: null, arguments_sha256: "0".repeat(64) });
   recorder.record("s1", "fs", { request_id: 8, tool: "exec", decision: "deny", reason_code: "E_TOOL_DENIED", reason: "r", matched_rule: "tools.deny[0]", arguments_sha256: "1".repeat(64) });

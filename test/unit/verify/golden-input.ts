@@ -5,6 +5,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { CAPTURE_FILES } from "../../../src/evidence/format.ts";
 import type { CaptureFileName, CaptureInput, FileState } from "../../../src/verify/capture-input.ts";
 import { CAPTURE, type CaptureKind, goldenDir, sha256Hex } from "../../helpers/capture.ts";
 
@@ -30,6 +31,11 @@ export function goldenInput(kind: CaptureKind = "clean"): CaptureInput {
     files[CAPTURE.serverStderr] = { kind: "hashed", bytes: bytes.length, sha256: sha256Hex(bytes) };
   } else {
     files[CAPTURE.serverStderr] = MISSING;
+  }
+  for (const name of Object.values(CAPTURE_FILES)) {
+    if (files[name] !== undefined) continue;
+    const path = join(dir, name);
+    files[name] = existsSync(path) ? readState(new Uint8Array(readFileSync(path))) : MISSING;
   }
   return { files, strayEntries: [] };
 }
