@@ -5,7 +5,7 @@ BUN := .tools/node_modules/.bin/bun
 export PATH := $(CURDIR)/.tools/node_modules/.bin:$(PATH)
 
 .DEFAULT_GOAL := help
-.PHONY: help install build demo test fuzz typecheck layers check bench soak clean
+.PHONY: help install build demo test fuzz typecheck layers check bench soak clean debian-tools
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 12
@@ -24,6 +24,9 @@ build: install ## compile dist/vigil (self-contained executable)
 
 demo: build ## wrap the example server with the example policy and show the evidence
 	$(BUN) scripts/demo.ts
+
+debian-tools: ## install the Debian tools tests use, as root (.ci/run does it); others: DEBIAN_TOOLS="prometheus"
+	@bash scripts/ci-debian-tools.sh $(DEBIAN_TOOLS)
 
 test: build ## run every test suite (unit, integration, e2e against dist/vigil)
 	$(BUN) test --timeout 30000 $(if $(VIGIL_JUNIT),--reporter=junit --reporter-outfile=$(VIGIL_JUNIT))

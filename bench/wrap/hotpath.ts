@@ -5,14 +5,27 @@
  * sinks (writes and flushes are free), so the difference between these sums and the added
  * latency measured end to end is I/O and scheduling.
  *
+ * A third table prices the hash chain and the signed checkpoints (issue 14) per record: the
+ * decision recorder over a plain sink (the release before chains) against the same over a
+ * ChainedLog, their parts, and a Checkpointer at the default cadence (every 1,000 records) with a
+ * real Ed25519 key, amortized per record and per checkpoint. These logs are real files in the temp
+ * dir (so the checkpoints' fdatasyncs hit the disk that holds it).
+ *
  *   bun bench/wrap/hotpath.ts [--markdown]      (--markdown: also print the tables as Markdown)
  */
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { FileSink } from "bun";
+import { chainAnchor, withChain } from "../../src/evidence/chain.ts";
+import { ChainedLog } from "../../src/evidence/chained-log.ts";
+import { CHECKPOINT_EVERY_DEFAULT, CHECKPOINT_SECONDS_DEFAULT, Checkpointer } from "../../src/evidence/checkpoints.ts";
+import { type DecisionFields, DecisionRecorder, type RecordSink } from "../../src/evidence/decision-recorder.ts";
+import { CHECKPOINT_PAYLOAD_TYPE, type Signer, pae, signEnvelope } from "../../src/evidence/dsse.ts";
 import { EvidenceLog } from "../../src/evidence/evidence-log.ts";
+import { generateKeyPair, loadSigningKey } from "../../src/evidence/keys.ts";
 import { decisionEvent } from "../../src/evidence/records.ts";
+import { realScheduler } from "../../src/shared/time.ts";
 import { canonicalSha256, sha256Hex } from "../../src/shared/digest.ts";
 import { decodeUtf8Strict, validateStrictJson } from "../../src/shared/strict-json.ts";
 import { classifyClientLine } from "../../src/wrap/client-frames.ts";
@@ -65,14 +78,19 @@ interface Harness {
 }
 
 let harnesses = 0;
-async function harness(dir: string, kind: "allow-all+log" | "allow-all" | "policy+log" | "policy+capture"): Promise<Harness> {
+type HarnessKind = "allow-all+log" | "allow-all" | "policy+log" | "policy+capture" | "allow-all+capture" | "allow-all+capture+signed";
+
+async function harness(dir: string, kind: HarnessKind, signer: Signer | null = null): Promise<Harness> {
   dir = join(dir, String(harnesses++));
   mkdirSync(dir);
   const policy = kind.startsWith("policy");
   const log = kind !== "allow-all";
-  const capture = kind === "policy+capture";
+  const capture = kind.endsWith("capture") || kind.endsWith("+signed");
+  const signed = kind.endsWith("+signed");
+  if (signed && signer === null) throw new Error(`${kind} needs a signer`);
   const plan: OutputPlan = {
-    captureDir: null,
+    // A capture dir only where the checkpoints file goes (the other outputs are named below).
+    captureDir: signed ? dir : null,
     decisionLog: log ? { path: join(dir, `${kind}.ndjson`), mode: "new" } : null,
     receipts: capture ? join(dir, `${kind}.receipts.ndjson`) : null,
     context: null,
@@ -90,6 +108,7 @@ async function harness(dir: string, kind: "allow-all+log" | "allow-all" | "polic
     dryRun: false,
     decisionLogFsync: false,
     decisionLogFaultBytes: undefined,
+    ...(signed ? { signing: { signer: signer!, every: CHECKPOINT_EVERY_DEFAULT, seconds: CHECKPOINT_SECONDS_DEFAULT } } : {}),
   });
   evidence.openLogs();
   const state = new ProxyState(evidence, gate, new LineWriter(fakeSink), fakeSink, 32 * MiB, "deny");
@@ -100,6 +119,93 @@ async function harness(dir: string, kind: "allow-all+log" | "allow-all" | "polic
 }
 
 type Row = [string, string, string];
+
+const SOURCE = "vigil://bench/x";
+const SESSION = "0123456789abcdef0123456789abcdef";
+const FIELDS: DecisionFields = {
+  request_id: 123_456,
+  tool: "echo",
+  decision: "allow",
+  reason_code: "no_policy",
+  reason: "no policy: observe only (--allow-all)",
+  matched_rule: null,
+  arguments_sha256: "a".repeat(64),
+};
+
+/**
+ * What the hash chain and the signed checkpoints cost per decision record (issue 14), against the
+ * recorder over a plain sink: what the release before chains did per record (JSON.stringify, then
+ * EvidenceLog.append: one write(2) and the running prefix SHA-256).
+ */
+async function chainRows(dir: string, signer: Signer): Promise<{ perRecord: [string, number][]; perCheckpoint: [string, number][] }> {
+  const N = 20_000;
+  let k = 0;
+  const file = (name: string) => EvidenceLog.createNew(join(dir, `chain-${k++}-${name}.ndjson`));
+  const chained = (name: string, onWritten?: () => void) => new ChainedLog(file(name), name, { count: 0, head: chainAnchor(SOURCE, SESSION, name) }, onWritten);
+  const record = (sink: RecordSink) => {
+    const r = new DecisionRecorder(sink, SOURCE, null, false);
+    return () => r.record(SESSION, "bench", FIELDS);
+  };
+  const checkpointer = (every: number) =>
+    new Checkpointer({ file: file("checkpoints"), signer, eventSource: SOURCE, sessionId: SESSION, every, seconds: CHECKPOINT_SECONDS_DEFAULT, scheduler: realScheduler, onFailure: (m) => { throw new Error(m); } });
+
+  const perRecord: [string, number][] = [];
+  const plain = await time(N, (() => {
+    const log = file("plain");
+    return record({ append: (event) => log.append(JSON.stringify(event)) });
+  })());
+  perRecord.push(["DecisionRecorder → plain sink: JSON.stringify + EvidenceLog.append (the release before chains)", plain]);
+  const chain = await time(N, record(chained("decisions.ndjson")));
+  perRecord.push(["DecisionRecorder → ChainedLog, no key (every record since issue 14): + withChain + SHA-256 of the line", chain]);
+  const event = decisionEvent(SOURCE, { session_id: SESSION, seq: 1, server_id: "bench", ...FIELDS, policy_digest: null, dry_run: false });
+  const line = `${JSON.stringify(withChain(event, 1, "b".repeat(64)))}\n`;
+  perRecord.push(["  of which withChain(event) (a copy with vigilseq/vigilprev before data)", await time(N, () => withChain(event, 1, "b".repeat(64)))]);
+  perRecord.push(["  of which sha256Hex(line + newline) (Chain.advance)", await time(N, () => sha256Hex(line))]);
+  // A checkpointer over two logs, as wrap's capture has (decisions and receipts), at the default cadence.
+  const signedRun = (() => {
+    const cp = checkpointer(CHECKPOINT_EVERY_DEFAULT);
+    const noteWritten = () => cp.noteWritten();
+    const decisions = chained("decisions.ndjson", noteWritten);
+    const receipts = chained("receipts.ndjson", noteWritten);
+    cp.add(decisions);
+    cp.add(receipts);
+    return { cp, write: record(decisions), receipts };
+  })();
+  const signed = await time(N, signedRun.write);
+  signedRun.cp.close();
+  perRecord.push([`DecisionRecorder → ChainedLog → Checkpointer every ${CHECKPOINT_EVERY_DEFAULT.toLocaleString("en")} records (Ed25519), amortized`, signed]);
+  perRecord.push(["added by the chain (ChainedLog − plain sink)", chain - plain]);
+  perRecord.push([`added by signed checkpoints at every=${CHECKPOINT_EVERY_DEFAULT} (amortized − ChainedLog)`, signed - chain]);
+
+  // One checkpoint, and its parts (µs): each after 500 records in each of two logs (1,000 across them).
+  const perCheckpoint: [string, number][] = [];
+  // The cadence never fires here: each sample calls checkpoint() itself, after the same 1,000 records.
+  const cp = checkpointer(Number.MAX_SAFE_INTEGER);
+  const logs = [chained("decisions.ndjson", () => cp.noteWritten()), chained("receipts.ndjson", () => cp.noteWritten())];
+  for (const l of logs) cp.add(l);
+  const writers = logs.map((l) => record(l));
+  const fill = () => {
+    for (let i = 0; i < 500; i++) for (const w of writers) w();
+  };
+  const sample = (fn: () => unknown, reps = 15): number => {
+    const xs: number[] = [];
+    for (let r = 0; r <= reps; r++) {
+      fill();
+      const t0 = performance.now();
+      fn();
+      if (r > 0) xs.push((performance.now() - t0) * 1000);
+    }
+    xs.sort((a, b) => a - b);
+    return xs[xs.length >> 1]!;
+  };
+  perCheckpoint.push(["Checkpointer.checkpoint(): fdatasync both logs, payload, Ed25519, append + fdatasync the line", sample(() => cp.checkpoint())]);
+  perCheckpoint.push(["  fdatasync of one log after 500 new records", sample(() => logs[0]!.sync())]);
+  const payload = Buffer.from(JSON.stringify({ _type: "vigil.checkpoint.v1", event_source: SOURCE, session_id: SESSION, checkpoint: 1, time: new Date().toISOString(), logs: { a: logs[0]!.head(), b: logs[1]!.head() } }));
+  perCheckpoint.push(["  Ed25519 signature of the PAE (node:crypto sign)", await time(2000, () => signer.sign(pae(CHECKPOINT_PAYLOAD_TYPE, payload)))]);
+  perCheckpoint.push(["  signEnvelope + JSON.stringify of the envelope", await time(2000, () => JSON.stringify(signEnvelope(CHECKPOINT_PAYLOAD_TYPE, payload, signer)))]);
+  cp.close();
+  return { perRecord, perCheckpoint };
+}
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "vigil-hotpath-"));
@@ -167,10 +273,11 @@ async function main(): Promise<void> {
     add("receipt: sha256Hex(response) (computed even when no receipts are kept)", await time(N, () => sha256Hex(responses[0]!)), await time(N, () => sha256Hex(responses[1]!)));
 
     // Whole relays, one tools/call round trip (request frame in, response frame out), fake sinks.
-    for (const kind of ["allow-all", "allow-all+log", "policy+log", "policy+capture"] as const) {
+    const signer = loadSigningKey(generateKeyPair(join(dir, "bench-signing")).keyPath);
+    for (const kind of ["allow-all", "allow-all+log", "policy+log", "policy+capture", "allow-all+capture", "allow-all+capture+signed"] as const) {
       const results: number[] = [];
       for (const text of [texts.small, texts.kib]) {
-        const h = await harness(dir, kind);
+        const h = await harness(dir, kind, signer);
         let id = 1;
         const us = await time(N / 4, async () => {
           const n = id++;
@@ -188,6 +295,8 @@ async function main(): Promise<void> {
       }
       add(`round trip: relayClientFrames + relayServerFrames (${kind})`, results[0]!, results[1]!);
     }
+
+    const chainCost = await chainRows(dir, signer);
 
     // 8 MiB results.
     const big = new Uint8Array(8 * MiB + 100);
@@ -240,6 +349,11 @@ async function main(): Promise<void> {
       "",
       "8 MiB tools/call result (ms per message)",
       ...bigRows.map(([name, us]) => `  ${name.padEnd(w0)}  ${(us / 1000).toFixed(2).padStart(8)}`),
+      "",
+      "Hash chain and signed checkpoints, per decision record (µs; log files in the temp dir)",
+      ...chainCost.perRecord.map(([name, us]) => `  ${name.padEnd(w0)}  ${us.toFixed(2).padStart(8)}`),
+      "One signed checkpoint (µs; median of 15, each after 1,000 new records across two logs)",
+      ...chainCost.perCheckpoint.map(([name, us]) => `  ${name.padEnd(w0)}  ${us.toFixed(1).padStart(8)}`),
     ];
     process.stdout.write(`${lines.join("\n")}\n`);
     if (process.argv.includes("--markdown")) {
@@ -254,6 +368,14 @@ async function main(): Promise<void> {
         "| 8 MiB result | ms |",
         "| --- | ---: |",
         ...bigRows.map(([name, us]) => `| ${name} | ${(us / 1000).toFixed(2)} |`),
+        "",
+        "| hash chain and signed checkpoints, per decision record (log files in the temp dir) | µs |",
+        "| --- | ---: |",
+        ...chainCost.perRecord.map(([name, us]) => `| ${name.replace(/^ +/, (m) => "&nbsp;".repeat(m.length * 2))} | ${us.toFixed(2)} |`),
+        "",
+        "| one signed checkpoint (median of 15, each after 1,000 new records across two logs) | µs |",
+        "| --- | ---: |",
+        ...chainCost.perCheckpoint.map(([name, us]) => `| ${name.replace(/^ +/, (m) => "&nbsp;".repeat(m.length * 2))} | ${us.toFixed(1)} |`),
         "",
       ].join("\n");
       process.stdout.write(md);

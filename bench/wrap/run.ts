@@ -6,18 +6,26 @@
  *   wrap          client → dist/vigil wrap --allow-all + decision log → server   (the target)
  *   wrap+policy   client → dist/vigil wrap --policy + --capture-dir → server     (informational)
  *
+ * and, with --signing (issue 14), the cost of signed evidence on the hot path:
+ *
+ *   wrap-capture  client → dist/vigil wrap --allow-all --capture-dir → server   (the baseline: chained logs, no key)
+ *   wrap-signed   the same with --signing-key K: signed checkpoints every 1,000 records / 60 s, capture.dsse.json
+ *
  * and, per setup, (1) latency of sequential `tools/call echo` round trips (p50/p99), (2) throughput
  * of pipelined 1 KiB `tools/call echo` messages, (3) MiB/s of sequential 8 MiB `blob` results and
  * the peak RSS (VmHWM) of the middle process. Setups are interleaved within each round and the
  * round order rotates; each figure reported is the median over the rounds.
  *
- *   bun bench/wrap/run.ts [--write] [--rounds N] [--quick] [--setups a,b,…] [--phases a,b,…] [experiment flags]
+ *   bun bench/wrap/run.ts [--write] [--rounds N] [--quick] [--signing] [--setups a,b,…] [--phases a,b,…] [experiment flags]
  *
- *   --write             add or replace today's section in bench/RESULTS.md
- *   --rounds N          rounds (default 5); the median round is reported
+ *   --write             add or replace today's section in bench/RESULTS.md (`wrap DATE`; with --signing `wrap-signing DATE`)
+ *   --rounds N          rounds (default 5, at most 15); the median round is reported
+ *   --signing           setups relay,wrap-capture,wrap-signed: what a signing key adds, same run (target: added p50 ≤ 5 µs)
  *   --quick             one short round (smoke test; never written)
  *   --phases            any of latency,throughput,large (default: all)
  *   --setups            any of the setups below (default: direct,relay,wrap,wrap+policy)
+ *     wrap-capture      dist/vigil wrap --allow-all --capture-dir DIR (no key)
+ *     wrap-signed       the same with --signing-key (a key made for the run, 0600, in the temp dir)
  *     wrap-nolog        dist/vigil wrap --allow-all without any evidence output
  *     wrap-src          wrap run from source (bun src/cli.ts wrap …), same flags as wrap
  *     wrap-alt          the same from another tree (--alt DIR), to A/B a patch without touching src/
@@ -32,7 +40,9 @@
  * and of the server (/proc/<pid>/task/<tid>/schedstat, all threads), which shows where time goes.
  *
  * Every wait is bounded, every spawned process group is killed on every way out, and the whole run
- * stops by itself after DEADLINE_MS.
+ * stops by itself after DEADLINE_MS (scaled with the rounds).
+ *
+ * The binary under test is dist/vigil, or $VIGIL_BIN (bench/vigil-under-test.ts).
  */
 import { runBench } from "../report.ts";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -41,15 +51,17 @@ import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
 import { exitUnlessDoneWithin } from "../children.ts";
 import { writeResultsSection } from "../results-file.ts";
+import { VIGIL } from "../vigil-under-test.ts";
+import { generateKeyPair } from "../../src/evidence/keys.ts";
 
 const ROOT = resolve(import.meta.dir, "../..");
 const BUN = process.execPath;
 const SERVER = join(ROOT, "bench/wrap/server.ts");
 const RELAY = join(ROOT, "bench/wrap/relay.ts");
 const POLICY = join(ROOT, "bench/wrap/policy.yaml");
-const VIGIL = join(ROOT, "dist/vigil");
 const RESULTS = join(ROOT, "bench/RESULTS.md");
 
+/** The whole run's bound for 5 rounds; more rounds scale it. */
 const DEADLINE_MS = 175_000;
 const STARTUP_MS = 15_000;
 const PHASE_MS = 40_000;
@@ -61,6 +73,8 @@ const MiB = 1024 * 1024;
 let profileDir: string | null = null;
 /** --alt DIR: the checkout whose src/cli.ts the `wrap-alt` setup runs. */
 let altRoot: string | null = null;
+/** The signing key of the `wrap-signed` setup: made once per run in the temp dir (0600), removed with it. */
+let signingKey: string | null = null;
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -68,6 +82,7 @@ let altRoot: string | null = null;
 interface Config {
   write: boolean;
   quick: boolean;
+  signing: boolean;
   rounds: number;
   setups: SetupName[];
   phases: PhaseName[];
@@ -83,7 +98,9 @@ interface Config {
   blobCheckpoint: number;
 }
 
-const SETUP_NAMES = ["direct", "relay", "wrap", "wrap+policy", "wrap-nolog", "wrap-src", "wrap-alt", "relay-lines", "relay-batched"] as const;
+const SETUP_NAMES = [
+  "direct", "relay", "wrap", "wrap+policy", "wrap-capture", "wrap-signed", "wrap-nolog", "wrap-src", "wrap-alt", "relay-lines", "relay-batched",
+] as const;
 type SetupName = (typeof SETUP_NAMES)[number];
 const PHASE_NAMES = ["latency", "throughput", "large"] as const;
 type PhaseName = (typeof PHASE_NAMES)[number];
@@ -92,6 +109,7 @@ function parseArgs(argv: string[]): Config {
   const c: Config = {
     write: false,
     quick: false,
+    signing: false,
     rounds: 5,
     setups: ["direct", "relay", "wrap", "wrap+policy"],
     phases: [...PHASE_NAMES],
@@ -112,14 +130,19 @@ function parseArgs(argv: string[]): Config {
     if (items.length === 0) usage(`${flag} needs a value`);
     return items as T[];
   };
+  let setupsGiven = false;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === "--write") c.write = true;
     else if (a === "--quick") c.quick = true;
+    else if (a === "--signing") c.signing = true;
     else if (a === "--rounds") {
       c.rounds = Number(argv[++i]);
-      if (!Number.isInteger(c.rounds) || c.rounds < 1 || c.rounds > 9) usage("--rounds: an integer from 1 to 9");
-    } else if (a === "--setups") c.setups = list(argv[++i], SETUP_NAMES, "--setups");
+      if (!Number.isInteger(c.rounds) || c.rounds < 1 || c.rounds > 15) usage("--rounds: an integer from 1 to 15");
+    } else if (a === "--setups") {
+      c.setups = list(argv[++i], SETUP_NAMES, "--setups");
+      setupsGiven = true;
+    }
     else if (a === "--phases") c.phases = list(argv[++i], PHASE_NAMES, "--phases");
     else if (a === "--profile") {
       const dir = argv[++i];
@@ -140,6 +163,10 @@ function parseArgs(argv: string[]): Config {
     else usage(`unknown argument ${a}`);
   }
   if (c.setups.includes("wrap-alt") && altRoot === null) usage("the wrap-alt setup needs --alt DIR");
+  if (c.signing) {
+    if (setupsGiven) usage("--signing chooses the setups (relay,wrap-capture,wrap-signed); drop --setups");
+    c.setups = ["relay", "wrap-capture", "wrap-signed"];
+  }
   if (c.quick) {
     Object.assign(c, { rounds: 1, latencyWarmup: 100, latencyCalls: 500, throughputWarmup: 200, throughputCalls: 2000, blobWarmup: 1, blobCalls: 12 });
     if (c.write) usage("--quick results are not written (drop --quick or --write)");
@@ -149,7 +176,7 @@ function parseArgs(argv: string[]): Config {
 
 function usage(error: string | null): never {
   const text =
-    `usage: bun bench/wrap/run.ts [--write] [--rounds N] [--quick] [--setups ${SETUP_NAMES.join(",")}]\n` +
+    `usage: bun bench/wrap/run.ts [--write] [--rounds N] [--quick] [--signing] [--setups ${SETUP_NAMES.join(",")}]\n` +
     "                             [--phases latency,throughput,large] [--profile DIR] [--blob-calls N] [--latency-warmup N] [--alt DIR]\n";
   if (error) process.stderr.write(`bench: ${error}\n`);
   process.stderr.write(text);
@@ -242,6 +269,8 @@ interface Setup {
   env?: Record<string, string>;
   /** Where the decision log lands, to check that every call was recorded. */
   decisionLog?(dir: string): string;
+  /** A signed capture's directory: its checkpoints and capture.dsse.json are checked too. */
+  signedCapture?(dir: string): string;
 }
 
 const DESCRIBE: Record<SetupName, string> = {
@@ -251,6 +280,10 @@ const DESCRIBE: Record<SetupName, string> = {
   "relay-batched": "relay.ts with RELAY_MODE=batched: whole lines only, no concatenation, one write per run of lines (experiment)",
   wrap: "`dist/vigil wrap --allow-all --event-source vigil://bench/x --decision-log D --decision-log-new -- bun bench/wrap/server.ts` (the target)",
   "wrap+policy": "`dist/vigil wrap --policy bench/wrap/policy.yaml --capture-dir DIR --event-source … -- …`: allow-list + argument schemas, decision log, receipts (request/response SHA-256), context/stop records, manifest (informational)",
+  "wrap-capture":
+    "`dist/vigil wrap --allow-all --capture-dir DIR --event-source vigil://bench/x -- …`: hash-chained decision log and receipts, context/stop records, manifest; no key (the baseline of wrap-signed)",
+  "wrap-signed":
+    "the same as wrap-capture with `--signing-key K` (Ed25519, made for the run): signed checkpoints (defaults: every 1,000 records across both logs, or 60 s), capture.dsse.json at the end",
   "wrap-nolog": "`dist/vigil wrap --allow-all -- …`: no evidence output (experiment)",
   "wrap-src": "`bun src/cli.ts wrap` with wrap's flags: the same code run from source (profiling)",
   "wrap-alt": "`bun ALT/src/cli.ts wrap` with wrap's flags, ALT = --alt DIR (A/B of a patched tree)",
@@ -279,6 +312,23 @@ const SETUPS: Record<SetupName, Setup> = {
       "--event-source", "vigil://bench/x", "--", BUN, SERVER,
     ],
     decisionLog: (dir) => join(dir, "capture", "decisions.ndjson"),
+  },
+  // The same wrap with and without a signing key (issue 14): the difference is what signing costs.
+  "wrap-capture": {
+    name: "wrap-capture",
+    middle: "vigil",
+    argv: (dir) => [VIGIL, "wrap", "--allow-all", "--capture-dir", join(dir, "capture"), "--event-source", "vigil://bench/x", "--", BUN, SERVER],
+    decisionLog: (dir) => join(dir, "capture", "decisions.ndjson"),
+  },
+  "wrap-signed": {
+    name: "wrap-signed",
+    middle: "vigil",
+    argv: (dir) => [
+      VIGIL, "wrap", "--allow-all", "--capture-dir", join(dir, "capture"), "--signing-key", signingKey ?? "(no key)",
+      "--event-source", "vigil://bench/x", "--", BUN, SERVER,
+    ],
+    decisionLog: (dir) => join(dir, "capture", "decisions.ndjson"),
+    signedCapture: (dir) => join(dir, "capture"),
   },
   "wrap-nolog": { name: "wrap-nolog", middle: "vigil", argv: () => [VIGIL, "wrap", "--allow-all", "--", BUN, SERVER] },
   // The same as `wrap`, run from source (for --profile, which needs Bun's own flags).
@@ -324,6 +374,8 @@ class Peer {
   readonly pid: number;
   serverPid: number | null = null;
   toolCalls = 0;
+  /** The phase this peer runs (set by runOne). */
+  phase: PhaseName = "latency";
   private readonly waiting = new Map<number, { resolve(r: Response): void; reject(e: Error): void }>();
   /** When set, every response goes here instead of to `waiting` (pipelined phases). */
   onResponse: ((r: Response) => void) | null = null;
@@ -586,6 +638,30 @@ async function finish(peer: Peer): Promise<void> {
     const lines = existsSync(path) ? readFileSync(path, "utf8").split("\n").filter(Boolean).length : 0;
     if (lines !== peer.toolCalls) throw new Error(`${peer.setup.name}: decision log holds ${lines} records for ${peer.toolCalls} tools/call`);
   }
+  if (peer.setup.signedCapture) checkSignedCapture(peer, peer.setup.signedCapture(peer.dir));
+}
+
+/** Checkpoints written by the signed runs of each phase, and the records they covered (for the report). */
+const signedRuns: { phase: PhaseName; records: number; checkpoints: number }[] = [];
+const CHECKPOINT_EVERY = 1000;
+
+/** A signed run must have signed what it wrote: at least one checkpoint per 1,000 records, and the envelope. */
+function checkSignedCapture(peer: Peer, dir: string): void {
+  const lines = (name: string) => {
+    const path = join(dir, name);
+    if (!existsSync(path)) return 0;
+    const bytes = readFileSync(path);
+    let n = 0;
+    for (let i = bytes.indexOf(0x0a); i >= 0; i = bytes.indexOf(0x0a, i + 1)) n++;
+    return n;
+  };
+  const records = lines("decisions.ndjson") + lines("receipts.ndjson");
+  const checkpoints = lines("checkpoints.ndjson");
+  if (checkpoints < Math.floor(records / CHECKPOINT_EVERY)) {
+    throw new Error(`${peer.setup.name}: ${checkpoints} checkpoints for ${records} records (expected at least one per ${CHECKPOINT_EVERY})`);
+  }
+  if (!existsSync(join(dir, "capture.dsse.json"))) throw new Error(`${peer.setup.name}: no capture.dsse.json in ${dir}`);
+  signedRuns.push({ phase: peer.phase, records, checkpoints });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -795,6 +871,8 @@ const BASE: Partial<Record<SetupName, SetupName>> = {
   relay: "direct",
   wrap: "relay",
   "wrap+policy": "relay",
+  "wrap-capture": "relay",
+  "wrap-signed": "wrap-capture",
   "wrap-nolog": "relay",
   "wrap-src": "relay",
   "wrap-alt": "relay",
@@ -839,6 +917,20 @@ function report(c: Config, got: Collected): { tables: Table[]; targets: Target[]
         const v = median(add50);
         targets.push({ name: "added p50 latency of wrap (decision log) over the relay ≤ 50 µs", measured: `${signed(v)} µs`, met: v <= 50 });
       }
+      if (name === "wrap-signed" && has && base === "wrap-capture") {
+        const v = median(add50);
+        const addMean = perRound(got.latency, name, base, (x, y) => x.mean - y.mean);
+        targets.push({
+          name: "added p50 latency of wrap with --signing-key over the same wrap without a key (same run) ≤ 5 µs (issue 14)",
+          measured: `${signed(v)} µs${spread(add50, 1)}; p99 ${signed(median(add99))} µs`,
+          met: v <= 5,
+        });
+        targets.push({
+          name: "added mean latency, signed over unsigned (the mean carries the amortized checkpoints: fdatasync of both logs, Ed25519, fdatasync of checkpoints.ndjson)",
+          measured: `${signed(median(addMean))} µs${spread(addMean, 1)}`,
+          met: null,
+        });
+      }
     }
     tables.push({
       title: `Latency: sequential tools/call echo round trips, ${c.latencyCalls} calls after ${c.latencyWarmup} warm-up (µs; median of rounds, range in parentheses; CPU/call = on-CPU time of that process per call, from /proc schedstat)`,
@@ -866,6 +958,10 @@ function report(c: Config, got: Collected): { tables: Table[]; targets: Target[]
       if (name === "wrap" && hasRelay) {
         const v = median(ratio);
         targets.push({ name: "throughput of 1 KiB messages, wrap ≥ 70 % of the relay", measured: pct(v), met: v >= 0.7 });
+      }
+      if (name === "wrap-signed" && rounds("wrap-capture", got.throughput) > 0) {
+        const r = perRound(got.throughput, name, "wrap-capture", (x, y) => x.perSecond / y.perSecond);
+        targets.push({ name: "throughput of 1 KiB messages, wrap-signed / wrap-capture (informational)", measured: `${pct(median(r))}${r.length > 1 ? ` (${pct(Math.min(...r))}–${pct(Math.max(...r))})` : ""}`, met: null });
       }
     }
     tables.push({
@@ -944,8 +1040,9 @@ function machine(): { nproc: number; cpu: string; bun: string; kernel: string; v
   const head = git(["rev-parse", "--short=12", "HEAD"]);
   const dirty = git(["status", "--porcelain", "--", "src"]);
   const built = existsSync(VIGIL) ? new Date(statSync(VIGIL).mtimeMs).toISOString().slice(0, 16).replace("T", " ") : "—";
+  const binary = process.env.VIGIL_BIN ? `VIGIL_BIN=${VIGIL}` : "dist/vigil";
   return {
-    tree: `${head ?? "unknown"}${dirty ? " + uncommitted changes in src/" : ""} (at run time; dist/vigil built ${built} UTC)`,
+    tree: `${head ?? "unknown"}${dirty ? " + uncommitted changes in src/" : ""} (at run time; ${binary} built ${built} UTC)`,
     nproc: availableParallelism(),
     cpu,
     bun: Bun.version,
@@ -954,11 +1051,15 @@ function machine(): { nproc: number; cpu: string; bun: string; kernel: string; v
   };
 }
 
+/** The section a run writes: `wrap DATE`, or `wrap-signing DATE` for --signing (so it never replaces the day's full run). */
+const sectionKey = (c: Config, date: string) => `${c.signing ? "wrap-signing" : "wrap"} ${date}`;
+
 function markdownSection(c: Config, date: string, tables: Table[], targets: Target[], seconds: number): string {
   const m = machine();
+  const key = sectionKey(c, date);
   const lines = [
-    `<!-- bench:wrap ${date} start (generated by bun bench/wrap/run.ts --write; replaced on the next run that day) -->`,
-    `## ${date} — vigil wrap`,
+    `<!-- bench:${key} start (generated by bun bench/wrap/run.ts --write${c.signing ? " --signing" : ""}; replaced on the next run that day) -->`,
+    `## ${date} — vigil wrap${c.signing ? ": what a signing key adds (chains, signed checkpoints, capture.dsse.json)" : ""}`,
     "",
     `Machine: ${m.nproc} CPUs (nproc), ${m.cpu}, Linux ${m.kernel}, Bun ${m.bun}, load average ${loadavg().map((x) => x.toFixed(2)).join(" ")} at the end.`,
     `vigil: ${m.vigil}, tree ${m.tree}.`,
@@ -970,9 +1071,22 @@ function markdownSection(c: Config, date: string, tables: Table[], targets: Targ
     "",
   ];
   for (const t of tables) lines.push(`**${t.title}**`, "", renderMarkdown(t.headers, t.rows), "");
-  lines.push("**Targets (wrap.md §11)**", "", renderMarkdown(["target", "measured", "result"], targets.map((t) => [t.name, t.measured, verdict(t.met)])), "");
-  lines.push(`<!-- bench:wrap ${date} end -->`);
+  const cp = checkpointSummary();
+  if (cp) lines.push(cp, "");
+  lines.push(`**Targets (wrap.md §11${c.signing ? ", issue 14" : ""})**`, "", renderMarkdown(["target", "measured", "result"], targets.map((t) => [t.name, t.measured, verdict(t.met)])), "");
+  lines.push(`<!-- bench:${key} end -->`);
   return lines.join("\n");
+}
+
+/** What the signed runs signed, per phase (median over rounds): records across both logs and checkpoints written. */
+function checkpointSummary(): string | null {
+  if (signedRuns.length === 0) return null;
+  const parts = PHASE_NAMES.flatMap((phase) => {
+    const rs = signedRuns.filter((r) => r.phase === phase);
+    if (rs.length === 0) return [];
+    return [`${phase}: ${median(rs.map((r) => r.records))} records, ${median(rs.map((r) => r.checkpoints))} signed checkpoints per run`];
+  });
+  return `Signed runs (wrap-signed, whole run incl. warm-up; median over rounds): ${parts.join("; ")}. Each run was checked: at least one checkpoint per ${CHECKPOINT_EVERY.toLocaleString("en")} records, and capture.dsse.json written.`;
 }
 
 const verdict = (met: boolean | null) => (met === null ? "n/a" : met ? "met" : "**missed**");
@@ -983,6 +1097,7 @@ const verdict = (met: boolean | null) => (met === null ? "n/a" : met ? "met" : "
 async function runOne(setup: Setup, phase: PhaseName, c: Config, got: Collected): Promise<void> {
   const dir = mkdtempSync(join(tempRoot!, `${setup.name.replace(/\W/g, "_")}-${phase}-`));
   const peer = await start(setup, dir);
+  peer.phase = phase;
   try {
     if (phase === "latency") {
       const r = await bounded(peer, PHASE_MS, phase, latencyPhase(peer, c));
@@ -1015,11 +1130,13 @@ function progress(setup: SetupName, phase: PhaseName, got: Collected): string {
 async function main(): Promise<number> {
   const c = parseArgs(process.argv.slice(2));
   if (c.setups.some((s) => SETUPS[s].middle === "vigil") && !existsSync(VIGIL)) {
-    process.stderr.write("bench: dist/vigil is missing; build it first (make build, or bun scripts/build.ts --host)\n");
+    process.stderr.write(`bench: ${VIGIL} is missing; build it first (make build, or bun scripts/build.ts --host)${process.env.VIGIL_BIN ? " or fix VIGIL_BIN" : ""}\n`);
     return 2;
   }
-  const stopDeadline = exitUnlessDoneWithin(DEADLINE_MS);
+  const stopDeadline = exitUnlessDoneWithin(DEADLINE_MS * Math.max(1, c.rounds / 5));
   tempRoot = mkdtempSync(join(tmpdir(), "vigil-bench-"));
+  // The key lives in the run's temp dir (0700), created exclusively 0600 as `vigil keygen` does; only its path goes into argv.
+  if (c.setups.includes("wrap-signed")) signingKey = generateKeyPair(join(tempRoot, "bench-signing")).keyPath;
   const began = performance.now();
   const got: Collected = { latency: new Map(), throughput: new Map(), large: new Map() };
   for (const s of c.setups) for (const m of [got.latency, got.throughput, got.large]) m.set(s, []);
@@ -1044,13 +1161,15 @@ async function main(): Promise<number> {
     "",
   ];
   for (const t of tables) out.push(t.title, renderText(t.headers, t.rows), "");
+  const cp = checkpointSummary();
+  if (cp) out.push(cp, "");
   if (targets.length) out.push("Targets (wrap.md §11)", renderText(["target", "measured", "result"], targets.map((t) => [t.name, t.measured, verdict(t.met).replace(/\*/g, "")])), "");
   process.stdout.write(`${out.join("\n")}\n`);
 
   if (c.write) {
     const date = new Date().toISOString().slice(0, 10);
-    writeResultsSection(`wrap ${date}`, markdownSection(c, date, tables, targets, seconds));
-    process.stdout.write(`written: ${RESULTS} (section ${date})\n`);
+    writeResultsSection(sectionKey(c, date), markdownSection(c, date, tables, targets, seconds));
+    process.stdout.write(`written: ${RESULTS} (section ${sectionKey(c, date)})\n`);
   }
   return 0;
 }

@@ -4,4 +4,5 @@ export const commands = {
   verify: () => import("./verify.ts").then((m) => m.default),
   policy: () => import("./policy.ts").then((m) => m.default),
   serve: () => import("./serve.ts").then((m) => m.default),
+  keygen: () => import("./keygen.ts").then((m) => m.default),
 };

@@ -24,7 +24,7 @@ import { errorMessage } from "../shared/errors.ts";
 import { throwAtSessionSeam } from "../shared/fault-seam.ts";
 import { logLine } from "../shared/log.ts";
 import { type Scheduler, type TimerHandle, realScheduler } from "../shared/time.ts";
-import { droppedError, judgeReturned, modelBackoffMs } from "./delivery-rules.ts";
+import { droppedError, droppedErrorCode, judgeReturned, modelBackoffMs } from "./delivery-rules.ts";
 import type { EventsFrame, McpEventStatusDetail } from "./frames.ts";
 import { modelAvailableFrame, modelUnavailableFrame } from "./model-status.ts";
 import { type FaultReport, type InjectResult, type Injection, MODEL_UNAVAILABLE, type ReceivedListener, type RunSettled, type SessionState } from "./ports.ts";
@@ -78,7 +78,7 @@ export class Coalescer {
     /** The session's containment boundary, for what escapes the timer's work (nobody awaits it). */
     private readonly onFault: FaultReport = (e) => logLine(`serve: events: the coalescer failed: ${errorMessage(e)}`),
   ) {
-    this.offs = [session.onRunSettled((report) => this.settled(report)), session.onReceived((tags) => this.received(tags))];
+    this.offs = [session.onRunSettled((report) => this.settled(report)), session.onReceived((tags, runId) => this.received(tags, runId))];
   }
 
   /** Something may be ready: (re)arm the timer. */
@@ -150,7 +150,7 @@ export class Coalescer {
   }
 
   private settled(report: RunSettled): void {
-    const done = this.take(report.delivered);
+    const delivered = this.takeBatches(report.delivered);
     const unavailable = report.code === MODEL_UNAVAILABLE;
     // A run aborted because its session is closing (a graceful exit, the reaper, a contained
     // fault) is no fault of its batch: like an outage, it counts no attempt (serve.md §6 item 5).
@@ -160,9 +160,10 @@ export class Coalescer {
     const unseen = report.succeeded;
     const verdict = judgeReturned(this.take(report.returned), (seq) => this.store.attemptsOf(seq), unavailable || closing || unseen);
     if (verdict.counted.size > 0) this.store.setAttempts(verdict.counted);
+    const drops: { seq: number; attempts: number }[] = [];
     for (const seq of verdict.dropped) {
       const entry = this.store.pending().find((e) => e.seq === seq);
-      done.push(seq);
+      drops.push({ seq, attempts: this.store.attemptsOf(seq) + 1 });
       if (entry !== undefined) {
         const error = droppedError(report);
         logLine(`serve: events: ${entry.server}/${entry.name}: an event was ${error}`);
@@ -170,30 +171,38 @@ export class Coalescer {
       }
     }
     this.noteModel(report, unavailable);
-    if (done.length > 0) this.store.markDone(done);
-    if (done.length > 0 || verdict.counted.size > 0) this.commitNow();
+    // One done per delivered batch and per dropped event: each is one record of the event ledger.
+    for (const b of delivered) this.store.markDone(b.seqs, { delivered: { batchTag: b.tag, runId: report.runId } });
+    const errorCode = drops.length > 0 ? droppedErrorCode(report) : "";
+    for (const d of drops) this.store.markDone([d.seq], { dropped: { attempts: d.attempts, errorCode } });
+    if (delivered.length > 0 || drops.length > 0 || verdict.counted.size > 0) this.commitNow();
     this.kick();
   }
 
-  /** Steered batches the model received mid-run: delivered, and committed at once. */
-  private received(tags: string[]): void {
-    const done = this.take(tags);
-    if (done.length === 0) return;
-    this.store.markDone(done);
+  /** Steered batches the model received mid-run (in the run `runId`): delivered, and committed at once. */
+  private received(tags: string[], runId: string): void {
+    const batches = this.takeBatches(tags);
+    if (batches.length === 0) return;
+    for (const b of batches) this.store.markDone(b.seqs, { delivered: { batchTag: b.tag, runId } });
     this.commitNow();
   }
 
   /** The seqs of the batches with these tags, which leave the in-flight set. */
   private take(tags: readonly string[]): number[] {
-    const seqs: number[] = [];
+    return this.takeBatches(tags).flatMap((b) => b.seqs);
+  }
+
+  /** The batches with these tags (those in flight), which leave the in-flight set. */
+  private takeBatches(tags: readonly string[]): { tag: string; seqs: number[] }[] {
+    const out: { tag: string; seqs: number[] }[] = [];
     for (const tag of tags) {
-      const batch = this.inflight.get(tag);
-      if (batch === undefined) continue;
+      const seqs = this.inflight.get(tag);
+      if (seqs === undefined) continue;
       this.inflight.delete(tag);
-      for (const s of batch) this.inBatch.delete(s);
-      seqs.push(...batch);
+      for (const s of seqs) this.inBatch.delete(s);
+      out.push({ tag, seqs });
     }
-    return seqs;
+    return out;
   }
 
   /** Backs off while runs find the model unavailable; ends the outage at the first run it answered. */

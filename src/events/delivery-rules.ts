@@ -55,6 +55,17 @@ export function droppedError(last: Pick<RunSettled, "status" | "succeeded" | "er
   return `dropped after ${MAX_ATTEMPTS} attempts; the last run ${lastAttempt(last)}`;
 }
 
+/**
+ * The dropped ledger record's `error_code` (ledger-records.ts): the last run's stable code when it
+ * has one, else a code for what became of that run — the same cases as `droppedError`.
+ */
+export function droppedErrorCode(last: Pick<RunSettled, "status" | "succeeded" | "code">): string {
+  if (last.code !== undefined) return last.code;
+  if (last.status === "failed") return "run_failed";
+  if (last.status === "aborted") return "run_aborted";
+  return "transcript_not_synced";
+}
+
 function lastAttempt({ status, succeeded, error }: Pick<RunSettled, "status" | "succeeded" | "error">): string {
   if (status === "failed") return `failed: ${error ?? "(no error given)"}`;
   if (status === "aborted") return error === undefined ? "was aborted" : `was aborted: ${error}`;

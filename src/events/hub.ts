@@ -19,7 +19,7 @@ import { type HubCommandContext, type SubscriptionRegistry, answerEventsCommand 
 import { HubWebhooks, pendingEventIds, seededWindow } from "./hub-webhook.ts";
 import type { EventsServices, EventsSession, EventsTuning, FaultReport } from "./ports.ts";
 import { subscriptionKey } from "./rules/key.ts";
-import { EventsStore, type SubscriptionRecord } from "./store/events-store.ts";
+import { type ArrivalFacts, type EventLedger, EventsStore, type LedgerOptions, type SubscriptionRecord } from "./store/events-store.ts";
 import type { Acceptance, HostedSubscription, Origin, SubscriptionHost } from "./subscription/host.ts";
 import { Subscription } from "./subscription/subscription.ts";
 import type { EventDelivery, EventOccurrence, GapNotice, PendingEntry, SubscriptionSpec } from "./types.ts";
@@ -83,8 +83,9 @@ export class EventsHub implements SubscriptionHost {
     now: () => number = Date.now,
     opened?: EventsStore,
     onFault: FaultReport = (e) => logLine(`serve: events: session ${JSON.stringify(session.name)}: ${errorMessage(e)}`),
+    ledger?: LedgerOptions,
   ): Promise<EventsHub> {
-    const store = opened ?? (await EventsHub.openStore(dir, services.tuning));
+    const store = opened ?? (await EventsHub.openStore(dir, services.tuning, ledger));
     const hub = new EventsHub(session, store, services, ownsConfigured, now, onFault);
     // Before any subscription starts: a retry racing its resubscribe gets 503, not 410.
     hub.webhooks.reserve(hub.returningKeys());
@@ -95,8 +96,13 @@ export class EventsHub implements SubscriptionHost {
   }
 
   /** A session's events store, opened (and refused, when damaged) without starting anything. */
-  static openStore(dir: string, tuning: EventsTuning): Promise<EventsStore> {
-    return EventsStore.open(dir, { maxPending: tuning.maxPending, maxPendingBytes: tuning.maxPendingBytes });
+  static openStore(dir: string, tuning: EventsTuning, ledger?: LedgerOptions): Promise<EventsStore> {
+    return EventsStore.open(dir, { maxPending: tuning.maxPending, maxPendingBytes: tuning.maxPendingBytes, ...(ledger === undefined ? {} : { ledger }) });
+  }
+
+  /** The session's event ledger (with evidence configured), else null. */
+  get ledger(): EventLedger | null {
+    return this.store.ledger;
   }
 
   get tuning(): EventsTuning {
@@ -150,22 +156,12 @@ export class EventsHub implements SubscriptionHost {
       return "duplicate";
     }
     const { spec } = sub;
-    if (spec.action !== "notify") {
-      const added = this.store.tryAdd(pendingOf(spec, spec.action, event));
-      if (added === null) return "full";
-      this.coalescer.kick();
-    }
+    if (!this.take(sub, event, { subscriptionKey: sub.key, delivery })) return "full";
     if (id !== null) sub.dedup.add(id);
     this.dirty.add(sub);
     sub.delivered++;
-    this.session.emit(mcpEventFrame({
-      server: spec.server,
-      name: spec.name,
-      arguments: spec.arguments,
-      delivery,
-      action: spec.action,
-      event: event as McpEventOccurrence,
-    }));
+    const { server, name, arguments: args, action } = spec;
+    this.session.emit(mcpEventFrame({ server, name, arguments: args, delivery, action, event: event as McpEventOccurrence }));
     return "new";
   }
 
@@ -178,14 +174,11 @@ export class EventsHub implements SubscriptionHost {
       sub.duplicates++;
       return true;
     }
-    const action = sub.spec.action;
-    const toModel = action !== "notify" && !(droppedId !== undefined && this.droppedSeen.includes(droppedId));
-    if (toModel) {
-      const added = this.store.tryAdd(pendingOf(sub.spec, action as "follow_up" | "steer", gap));
+    const toModel = sub.spec.action !== "notify";
+    if (!(toModel && droppedId !== undefined && this.droppedSeen.includes(droppedId))) {
       // Full: nothing is recorded, so the same notice can be offered again.
-      if (added === null) return false;
-      this.coalescer.kick();
-      if (droppedId !== undefined) {
+      if (!this.take(sub, gap, { subscriptionKey: sub.key })) return false;
+      if (toModel && droppedId !== undefined) {
         this.droppedSeen.push(droppedId);
         if (this.droppedSeen.length > DROPPED_MEMORY) this.droppedSeen.shift();
       }
@@ -205,6 +198,15 @@ export class EventsHub implements SubscriptionHost {
     return true;
   }
 
+
+  /** Queues an arrival, or for notify has the event ledger (if any) record it alone, with the ledger's facts; false when full. */
+  private take(sub: HostedSubscription, event: EventOccurrence | GapNotice, facts: ArrivalFacts): boolean {
+    const { spec } = sub;
+    if (spec.action === "notify") return this.store.noteUnqueued({ server: spec.server, name: spec.name, action: "notify", event }, facts);
+    if (this.store.tryAdd(pendingOf(spec, spec.action, event), facts) === null) return false;
+    this.coalescer.kick();
+    return true;
+  }
 
   ingest(sub: HostedSubscription, occurrence: unknown): Promise<WebhookAnswer> {
     return this.webhooks.ingest(sub, occurrence);

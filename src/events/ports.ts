@@ -54,8 +54,8 @@ export const MODEL_UNAVAILABLE = "model_unavailable";
 
 export type RunSettledListener = (report: RunSettled) => void;
 
-/** Tags of steered batches the model has just received (mid-run): delivered now, whatever the run does later. */
-export type ReceivedListener = (tags: string[]) => void;
+/** Tags of steered batches the model has just received (mid-run), and that run's id: delivered now, whatever the run does later. */
+export type ReceivedListener = (tags: string[], runId: string) => void;
 
 /** Sees each frame the session stores and sends (only its type matters here). */
 export type FrameSeen = (frame: { readonly type: string }) => void;

@@ -59,6 +59,12 @@ export function loadSigningKey(path: string): Signer {
 export function loadPublicKey(path: string): TrustedKey {
   const r = readBounded(path, KEY_FILE_MAX_BYTES);
   if (!r.ok) throw keyError(`public key ${path}: ${r.message}`);
+  // createPublicKey also derives a public key from a private one: a verifier must never be handed
+  // (and so hold) signing material by mistake.
+  if (r.bytes.includes("PRIVATE KEY")) {
+    r.bytes.fill(0);
+    throw keyError(`public key ${path}: a private key; give its .pub file`);
+  }
   let key: KeyObject;
   try {
     key = createPublicKey({ key: r.bytes, format: "pem" });

@@ -1,11 +1,12 @@
 /**
  * The capture manifest (wrap.md §9): raw-byte sizes and hashes of every capture file at close.
- * It records what was on disk; it does not authenticate its producer.
+ * It records what was on disk; it does not authenticate its producer. capture.dsse.json, written
+ * after it and covering it, is never listed.
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { sha256File } from "../shared/digest.ts";
-import { CAPTURE_FILES, CAPTURE_FORMAT, rfc3339 } from "./format.ts";
+import { CAPTURE_FILES, CAPTURE_FORMAT_V2, rfc3339 } from "./format.ts";
 
 export interface ManifestInput {
   dir: string;
@@ -24,6 +25,7 @@ const HASHED_FILES = [
   CAPTURE_FILES.decisions,
   CAPTURE_FILES.receipts,
   CAPTURE_FILES.serverStderr,
+  CAPTURE_FILES.checkpoints,
 ] as const;
 
 export function buildManifest(input: ManifestInput): Record<string, unknown> {
@@ -34,7 +36,8 @@ export function buildManifest(input: ManifestInput): Record<string, unknown> {
     files[name] = sha256File(path);
   }
   return {
-    format: CAPTURE_FORMAT,
+    // v2: the logs are hash-chained and the stop record is v2 (wrap always writes v2 now).
+    format: CAPTURE_FORMAT_V2,
     created_at: rfc3339(),
     event_source: input.eventSource,
     server_id: input.serverId,

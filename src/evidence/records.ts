@@ -3,12 +3,14 @@
  * CloudEvent to write. Field order is fixed so that records are stable byte-for-byte.
  */
 import type { ChildStatus } from "../shared/process-group.ts";
+import type { ChainHead } from "./chain.ts";
 import {
   CONTEXT_TYPE,
   DECISION_TYPE,
   NON_CLAIMS,
   RECEIPT_TYPE,
   STOP_TYPE,
+  STOP_TYPE_V2,
   cloudEvent,
   contextEventId,
   decisionEventId,
@@ -107,7 +109,33 @@ export interface StopData {
 }
 
 export function stopEvent(source: string, d: StopData): Record<string, unknown> {
-  return cloudEvent(STOP_TYPE, source, stopEventId(d.session_id), {
+  return cloudEvent(STOP_TYPE, source, stopEventId(d.session_id), { ...stopMembers(d), ...stopBasis() });
+}
+
+/** What a v2 stop record adds: each log's chain, and the signed checkpoints (null without a signing key). */
+export interface StopDataV2 extends StopData {
+  /** Count and head of each log this session opened, by log file name. */
+  chains: Record<string, ChainHead>;
+  checkpoints: { written: number } | null;
+}
+
+/** `vigil.mcp.session.stop.v2`: v1's members in v1's order, then `chains` and `checkpoints` before `assertion_basis`. */
+export function stopEventV2(source: string, d: StopDataV2): Record<string, unknown> {
+  const chains: Record<string, ChainHead> = {};
+  for (const [name, head] of Object.entries(d.chains)) chains[name] = { count: head.count, head: head.head };
+  return cloudEvent(STOP_TYPE_V2, source, stopEventId(d.session_id), {
+    ...stopMembers(d),
+    chains,
+    checkpoints: d.checkpoints === null ? null : { written: d.checkpoints.written },
+    ...stopBasis(),
+  });
+}
+
+const stopBasis = () => ({ assertion_basis: "producer_observation", non_claims: [...NON_CLAIMS] });
+
+/** The members v1 and v2 share, up to `counts`, in the format's order. */
+function stopMembers(d: StopData): Record<string, unknown> {
+  return {
     session_id: d.session_id,
     server_id: d.server_id,
     server_pid: d.server_pid,
@@ -124,7 +152,5 @@ export function stopEvent(source: string, d: StopData): Record<string, unknown> 
     decision_prefix_sha256: d.decision_prefix_sha256,
     receipts: d.receipts,
     counts: { ...d.counts },
-    assertion_basis: "producer_observation",
-    non_claims: [...NON_CLAIMS],
-  });
+  };
 }

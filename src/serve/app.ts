@@ -4,8 +4,8 @@
  * on top of them (session-wiring.ts, session-table.ts). Wiring only: the flags are validated in
  * flags.ts and the mode is chosen in main.ts.
  *
- * - Everything that can be refused (config, tuning knobs, state dir, policy, API key, and in stdio
- *   mode the session's state files and decision log) is checked before any MCP server is started,
+ * - Everything that can be refused (config, tuning knobs, signing key, state dir, policy, API key,
+ *   and in stdio mode the session's state files and decision log) is checked before any MCP server is started,
  *   so a refusal (exit 2 or 3) never leaves a process behind and never started one.
  * - `shutdown()` closes sessions (each bounded by its close timeout), then the pool and every stdio
  *   transport still open (stdin EOF, grace, group sweep), bounded by grace + 2 s; a process `exit`
@@ -13,6 +13,7 @@
  */
 import { McpServerPool } from "../mcp/server-pool.ts";
 import { closeAllStdioTransports, killAllStdioTransportGroups } from "../mcp/stdio-transport.ts";
+import { loadSigningKey } from "../evidence/keys.ts";
 import { loadPolicyFile } from "../policy/load.ts";
 import { VERSION } from "../shared/build-info.ts";
 import { logLine } from "../shared/log.ts";
@@ -24,6 +25,7 @@ import type { ServeConfig } from "./config/schema.ts";
 import { type ServeTuning, loadServeTuning } from "./config/tuning.ts";
 import { DEFAULT_EVENTS_SESSION, EventsService } from "./events-service.ts";
 import { createRunModel } from "./models/registry.ts";
+import type { EvidenceSetup } from "./session-evidence.ts";
 import { SessionFaults } from "./session-faults.ts";
 import { SessionTable } from "./session-table.ts";
 import type { Session } from "./session/session.ts";
@@ -36,9 +38,10 @@ export type { OpenOptions, ServeApp, ServeAppOptions } from "./types.ts";
 
 export async function startServeApp(options: ServeAppOptions = {}): Promise<ServeApp> {
   const env = options.env ?? process.env;
-  const { config, tuning, stateDir, policy, model } = await loadRefusables(options, env);
+  const { config, tuning, stateDir, policy, model, signer } = await loadRefusables(options, env);
   const transcript = { segmentBytes: tuning.transcriptSegmentBytes, retainBytes: options.transcriptRetainBytes ?? TRANSCRIPT_DEFAULTS.retainBytes };
-  logLine(`serve: ${describeConfig(config)} state=${stateDir}`);
+  logLine(`serve: ${describeConfig(config, signer?.keyid)} state=${stateDir}`);
+  const evidence: EvidenceSetup = { signer, policyDigest: policy?.digest ?? null, version: VERSION };
   // The containment boundary (session-faults.ts): called only once sessions run, so after the
   // table and the events service below exist.
   const faults = new SessionFaults({ close: (n) => sessions.close(n), restartsAfterFailure: (n) => events.restartsAfterFailure(n) });
@@ -46,7 +49,7 @@ export async function startServeApp(options: ServeAppOptions = {}): Promise<Serv
   // get_state's `servers`: read only by commands, which no session answers before the pool exists.
   const serverStates = () => pool.serverStates();
   // stdio mode's session: its state is opened (or refused) while no MCP server runs yet.
-  const first = options.firstSession === undefined ? null : await openSessionState({ config, stateDir, tuning, transcript, faults: contain, serverStates }, options.firstSession, { checkEvents: true });
+  const first = options.firstSession === undefined ? null : await openSessionState({ config, stateDir, tuning, transcript, faults: contain, serverStates, evidence }, options.firstSession, { checkEvents: true });
 
   // From here on MCP server processes may exist: every way out must end them.
   process.on("exit", killAllStdioTransportGroups);
@@ -68,7 +71,7 @@ export async function startServeApp(options: ServeAppOptions = {}): Promise<Serv
     // Daemon mode has no first session: only a listener can receive webhook deliveries.
     daemon: options.firstSession === undefined,
   });
-  const parts: SessionParts = { config, stateDir, tuning, transcript, policy, model, pool, events, faults: contain, serverStates };
+  const parts: SessionParts = { config, stateDir, tuning, transcript, policy, model, pool, events, faults: contain, serverStates, evidence };
   // Opened before the pool, taken into service by the first openSession of its name.
   let waiting = first;
   const sessions = new SessionTable({
@@ -99,7 +102,7 @@ export async function startServeApp(options: ServeAppOptions = {}): Promise<Serv
     onSessionEnded: (listener) => faults.onEnded(listener),
     sessionNames: () => sessions.names(),
     openSession: (name, o) => sessions.open(name, o),
-    closeSession: (name) => sessions.close(name),
+    closeSession: (name, reason) => sessions.close(name, reason),
     shutdown: () => sessions.shutdown(closePool),
   };
 }
@@ -108,10 +111,13 @@ export async function startServeApp(options: ServeAppOptions = {}): Promise<Serv
 async function loadRefusables(options: ServeAppOptions, env: Env) {
   const config = await loadServeConfig(resolveConfigPath(options.config, env), env);
   const tuning = loadServeTuning(env);
+  // Read once, kept in memory only, never handed to a child: before anything is started.
+  const signingKey = config.evidence?.signing_key;
+  const signer = signingKey === undefined ? null : loadSigningKey(signingKey);
   const stateDir = ensureStateDir(resolveStateDir(options.stateDir, env));
   const policy = config.policy === undefined ? null : await loadPolicyFile(config.policy);
   const model = createRunModel(config.model, { env });
-  return { config, tuning, stateDir, policy, model };
+  return { config, tuning, stateDir, policy, model, signer };
 }
 
 /** Connects every configured server; one that fails is logged and retried by the pool (serve goes on). */

@@ -19,7 +19,7 @@ import type { ServeTuning } from "./config/tuning.ts";
 import { isValidSessionName } from "./state/paths.ts";
 import { EventsHub } from "../events/hub.ts";
 import type { EventsServices, EventsSession, FaultReport } from "../events/ports.ts";
-import { EventsStore } from "../events/store/events-store.ts";
+import { type EventLedger, EventsStore, type LedgerOptions } from "../events/store/events-store.ts";
 import { configuredSpec } from "../events/storable-spec.ts";
 import type { SubscriptionSpec } from "../events/types.ts";
 import { ServerEvents, type StreamBudget } from "../events/wire/server-events.ts";
@@ -109,20 +109,31 @@ export class EventsService implements EventsServices {
    * Opens a session's events state the way `attach` would, starting nothing: stdio mode refuses a
    * damaged `mcp-events.json` or `mcp-events.log` (an EventsStoreError) before any MCP server
    * starts, then hands the store to `attach`. A torn log tail is repaired here as on any open.
+   * `ledger` (with evidence configured): the session's event ledger `events.ndjson` is kept too.
    */
-  static openState(dir: string, tuning: ServeTuning): Promise<EventsStore> {
-    return EventsHub.openStore(dir, tuning);
+  static openState(dir: string, tuning: ServeTuning, ledger?: LedgerOptions): Promise<EventsStore> {
+    return EventsHub.openStore(dir, tuning, ledger);
   }
 
   /**
    * Builds the hub of a freshly opened session (restores its pending events and runtime
    * subscriptions). `onFault`: the session's containment boundary, for what escapes the hub's own
    * async roots (its coalescer's timer, its subscriptions' loops, a server-connected wake).
+   * `ledger`: as for `openState` (unused when `opened` is given: that store was opened with it).
    */
-  async attach(session: EventsSession, dir: string, opened?: EventsStore, onFault?: FaultReport): Promise<EventsHub> {
-    const hub = await EventsHub.open(session, dir, this, session.name === this.owner, this.now, opened, onFault);
+  async attach(session: EventsSession, dir: string, opened?: EventsStore, onFault?: FaultReport, ledger?: LedgerOptions): Promise<EventsHub> {
+    const hub = await EventsHub.open(session, dir, this, session.name === this.owner, this.now, opened, onFault, ledger);
     this.hubs.set(session.name, hub);
     return hub;
+  }
+
+  /**
+   * The event ledger of an attached session (null without evidence, or when it is not attached):
+   * a CheckpointSource whose head is what is written and synced, and its pending seqs. It stays
+   * readable after `detach` (the final commit's head), for a stop statement.
+   */
+  ledgerOf(name: string): EventLedger | null {
+    return this.hubs.get(name)?.ledger ?? null;
   }
 
   /** Stops a session's subscriptions before the session closes. */

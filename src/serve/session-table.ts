@@ -9,6 +9,7 @@
 import { errorMessage } from "../shared/errors.ts";
 import { logLine } from "../shared/log.ts";
 import { within } from "../shared/time.ts";
+import type { ServeStopReason } from "./session-evidence.ts";
 import type { OpenedSession } from "./session-wiring.ts";
 import type { Session } from "./session/session.ts";
 import type { OpenOptions } from "./types.ts";
@@ -46,11 +47,12 @@ export class SessionTable {
     return opening.then((opened) => opened.session);
   }
 
-  async close(name: string): Promise<void> {
+  /** Closes one session; `reason` is what its stop statement names ("reaped" by the idle reaper). */
+  async close(name: string, reason: ServeStopReason = "closed"): Promise<void> {
     const opening = this.entries.get(name);
     if (opening === undefined) return;
     this.entries.delete(name);
-    await this.closeEntry(name, opening);
+    await this.closeEntry(name, opening, reason);
   }
 
   /** Closes every session (bounded), then runs `after` (the pool and the stdio groups); idempotent. */
@@ -58,13 +60,13 @@ export class SessionTable {
     this.shuttingDown ??= (async () => {
       const entries = [...this.entries.entries()];
       this.entries.clear();
-      await within(Promise.allSettled(entries.map(([name, e]) => this.closeEntry(name, e))), SESSION_CLOSE_MS + SESSION_CLOSE_SLACK_MS);
+      await within(Promise.allSettled(entries.map(([name, e]) => this.closeEntry(name, e, "shutdown"))), SESSION_CLOSE_MS + SESSION_CLOSE_SLACK_MS);
       await after();
     })();
     return this.shuttingDown;
   }
 
-  private async closeEntry(name: string, opening: Promise<OpenedSession>): Promise<void> {
+  private async closeEntry(name: string, opening: Promise<OpenedSession>, reason: ServeStopReason): Promise<void> {
     let opened: OpenedSession | undefined;
     try {
       opened = await opening;
@@ -72,7 +74,8 @@ export class SessionTable {
     } catch (e) {
       logLine(`serve: session ${JSON.stringify(name)}: close failed: ${errorMessage(e)}`);
     } finally {
-      opened?.release();
+      // Even when the close failed: the stop statement covers the files as they are.
+      opened?.release(reason);
     }
   }
 }

@@ -3,26 +3,27 @@
  * §6 item 9), and taken apart again.
  *
  * - Each session gets its own tool gateway (policy sessions per server) over the shared pool and,
- *   with `evidence.decision_log`, its own `sessions/<name>/decisions.ndjson` (append mode, so a
- *   reopened session continues its log).
+ *   with `evidence`, its own evidence (session-evidence.ts): `sessions/<name>/decisions.ndjson`,
+ *   whose chain (and `seq`) a reopened session continues, and with a signing key checkpoints and a
+ *   signed statement at every stop.
  * - The prompt is announced right after run_start: clients see what the run answers, and a
  *   reopened session rebuilds its history from these user message frames.
  * - stdio mode opens its session's state (openSessionState) before the MCP servers start, and
  *   takes it into service (openServeSession) once they are connected.
  * - Close order: subscriptions stop first (nothing new arrives), then the run in flight settles
- *   (its batches are marked delivered or returned), then the events state is written.
+ *   (its batches are marked delivered or returned), then the events state is written; then the
+ *   release (`release(reason)`) closes the evidence and writes the stop statement over the files.
  */
-import { join } from "node:path";
 import { DecisionRecorder } from "../evidence/decision-recorder.ts";
-import { EvidenceLog } from "../evidence/evidence-log.ts";
 import type { McpServerPool } from "../mcp/server-pool.ts";
 import type { ServerStateReport } from "../mcp/supervision.ts";
 import type { LoadedPolicy } from "../policy/load.ts";
-import { VigilError, errorMessage } from "../shared/errors.ts";
+import { VERSION } from "../shared/build-info.ts";
+import { errorMessage } from "../shared/errors.ts";
 import { StateError } from "../shared/durable/state-error.ts";
 import type { ServeConfig } from "./config/schema.ts";
 import type { ServeTuning } from "./config/tuning.ts";
-import type { EventsStore } from "../events/store/events-store.ts";
+import type { EventsStore, LedgerOptions } from "../events/store/events-store.ts";
 import { EventsService } from "./events-service.ts";
 import type { RunModel } from "./models/types.ts";
 import { type FrameBody, messageFrame } from "./protocol/frames.ts";
@@ -30,9 +31,10 @@ import { runConversation } from "./run/run-loop.ts";
 import { createToolGateway } from "./run/tool-gateway.ts";
 import { contextBudget } from "./context/budget.ts";
 import { armTestThrow } from "./session-faults.ts";
+import { type EvidenceSetup, type ServeStopReason, SessionEvidence } from "./session-evidence.ts";
 import { Session } from "./session/session.ts";
 import type { Runner } from "./session/types.ts";
-import { DECISIONS_FILE, ensureSessionDir } from "./state/paths.ts";
+import { ensureSessionDir } from "./state/paths.ts";
 import type { TranscriptLimits } from "./state/transcript-types.ts";
 import type { OpenOptions } from "./types.ts";
 
@@ -47,6 +49,8 @@ export interface StateParts {
   faults?: (name: string, session: Session, error: unknown) => void;
   /** The MCP servers' states for get_state (late-bound: stdio mode opens its session before the pool exists). */
   serverStates?: () => readonly ServerStateReport[];
+  /** The signing key and what the stop statements name (default: unsigned, no policy digest). */
+  evidence?: EvidenceSetup;
 }
 
 /** What every session is built on: loaded once per process. */
@@ -59,8 +63,11 @@ export interface SessionParts extends StateParts {
 
 export interface OpenedSession {
   session: Session;
-  /** Closes what the session holds beyond itself (its decision log); after the session closed. */
-  release(): void;
+  /**
+   * Closes what the session holds beyond itself (its evidence); after the session closed. With a
+   * reason the session served and stopped: its stop statement is written; without, it never served.
+   */
+  release(reason?: ServeStopReason): void;
 }
 
 /**
@@ -72,7 +79,8 @@ export interface OpenedSession {
 export interface SessionState extends OpenedSession {
   readonly name: string;
   readonly dir: string;
-  readonly log: EvidenceLog | null;
+  /** Its evidence (null without `evidence` in the config). */
+  readonly evidence: SessionEvidence | null;
   /** Its events store, when it was checked at opening (`checkEvents`): handed to the hub at attach. */
   readonly events: EventsStore | null;
   /** Gives the session its runner, once what runs need (the MCP servers) is there. Once. */
@@ -83,8 +91,8 @@ export interface SessionState extends OpenedSession {
 
 export async function openSessionState(parts: StateParts, name: string, o: { checkEvents: boolean }): Promise<SessionState> {
   const dir = ensureSessionDir(parts.stateDir, name);
-  const log = openDecisionLog(parts.config, dir);
-  const release = () => log?.close();
+  const evidence = openEvidence(parts, name, dir);
+  const release = (reason?: ServeStopReason) => (reason === undefined ? evidence?.close() : evidence?.stop(reason));
   let runner: Runner | null = null;
   let session: Session;
   try {
@@ -106,7 +114,7 @@ export async function openSessionState(parts: StateParts, name: string, o: { che
   let events: EventsStore | null = null;
   if (o.checkEvents) {
     try {
-      events = await EventsService.openState(dir, parts.tuning);
+      events = await EventsService.openState(dir, parts.tuning, ledgerOptions(parts.config, name, evidence));
     } catch (e) {
       await session.close().catch(() => {});
       release();
@@ -116,7 +124,7 @@ export async function openSessionState(parts: StateParts, name: string, o: { che
   return {
     name,
     dir,
-    log,
+    evidence,
     events,
     session,
     release,
@@ -143,18 +151,27 @@ function bound(runner: Runner | null): Runner {
  */
 export async function openServeSession(parts: SessionParts, name: string, options: OpenOptions, state?: SessionState): Promise<OpenedSession> {
   const opened = state ?? (await openSessionState(parts, name, { checkEvents: false }));
-  opened.bind(sessionRunner(parts, name, opened.log));
+  opened.bind(sessionRunner(parts, name, opened.evidence));
   const { session, release } = opened;
   if (options.subscribe !== undefined) session.subscribe(options.subscribe);
   armTestThrow(session);
   try {
-    await parts.events.attach(session, opened.dir, opened.events ?? undefined, (error) => parts.faults?.(name, session, error));
+    const ledger = ledgerOptions(parts.config, name, opened.evidence);
+    await parts.events.attach(session, opened.dir, opened.events ?? undefined, (error) => parts.faults?.(name, session, error), ledger);
   } catch (e) {
     await session.close().catch(() => {});
     release();
     throw eventsStateRefused(name, e);
   }
+  const ledger = parts.events.ledgerOf(name);
+  if (ledger !== null) opened.evidence?.attachLedger({ source: ledger, pending: () => ledger.pendingSeqs() });
   return { session, release };
+}
+
+/** With `evidence`, the events store keeps the session's event ledger (events.ndjson); its records count toward the checkpoints. */
+function ledgerOptions(config: ServeConfig, name: string, evidence: SessionEvidence | null): LedgerOptions | undefined {
+  if (config.evidence === undefined) return undefined;
+  return { eventSource: config.evidence.event_source, sessionId: name, ...(evidence === null ? {} : { onWritten: (n: number) => evidence.noteWritten(n) }) };
 }
 
 /**
@@ -174,21 +191,18 @@ export async function closeServeSession(events: EventsService, name: string, ses
   await events.detach(name);
 }
 
-function openDecisionLog(config: ServeConfig, dir: string): EvidenceLog | null {
-  if (config.evidence === undefined || !config.evidence.decision_log) return null;
-  const path = join(dir, DECISIONS_FILE);
-  try {
-    return EvidenceLog.openAppend(path);
-  } catch (e) {
-    throw new VigilError("evidence_write_failed", `cannot open decision log ${path}: ${errorMessage(e)}`, { cause: e });
-  }
+function openEvidence(parts: StateParts, name: string, dir: string): SessionEvidence | null {
+  if (parts.config.evidence === undefined) return null;
+  return SessionEvidence.open(parts.config.evidence, parts.evidence ?? { signer: null, policyDigest: null, version: VERSION }, name, dir);
 }
 
-function sessionRunner(parts: SessionParts, name: string, log: EvidenceLog | null): Runner {
+function sessionRunner(parts: SessionParts, name: string, evidence: SessionEvidence | null): Runner {
   const { config, policy, model, pool } = parts;
+  const log = evidence?.decisions ?? null;
+  // `seq` goes on from the resumed chain's count, so record ids stay unique across restarts.
   const decisions = log === null || config.evidence === undefined
     ? null
-    : new DecisionRecorder({ append: (e) => log.append(JSON.stringify(e)) }, config.evidence.event_source, policy?.digest ?? null, false);
+    : new DecisionRecorder(log, config.evidence.event_source, policy?.digest ?? null, false, log.head().count);
   const tools = config.mcp_servers.length === 0 ? null : createToolGateway({ pool, policy, decisions, sessionId: name, toolsMaxTokens: contextBudget(model.contextTokens).toolsMax });
   const systemPrompt = config.system_prompt === undefined ? {} : { systemPrompt: config.system_prompt };
   return (request, emit, signal) => {

@@ -8,6 +8,7 @@ import type { ServeConfig } from "./config/schema.ts";
 import type { ServeTuning } from "./config/tuning.ts";
 import type { ServerState } from "./daemon/health.ts";
 import type { EventsService } from "./events-service.ts";
+import type { ServeStopReason } from "./session-evidence.ts";
 import type { SessionEndedListener } from "./session-faults.ts";
 import type { Session } from "./session/session.ts";
 import type { FrameListener } from "./session/types.ts";
@@ -61,8 +62,8 @@ export interface ServeApp {
   sessionNames(): string[];
   /** The open session of that name, or a new one (one Session per name; concurrent callers share it). */
   openSession(name: string, options?: OpenOptions): Promise<Session>;
-  /** Closes one session and its decision log (the idle reaper). */
-  closeSession(name: string): Promise<void>;
+  /** Closes one session and its evidence; `reason` is what its stop statement names (default "closed"; the idle reaper: "reaped"). */
+  closeSession(name: string, reason?: ServeStopReason): Promise<void>;
   /** Closes every session, the pool and every stdio group; bounded; idempotent; never rejects. */
   shutdown(): Promise<void>;
 }

@@ -14,7 +14,8 @@
  *
  * The rules, the same for every command:
  * - `--name VALUE` and `--name=VALUE` for a value flag; an empty value is missing; a value flag
- *   given twice is ambiguous and refused (no flag is repeatable today).
+ *   given twice is ambiguous and refused, unless its spec says `repeatable` (then every value is
+ *   kept, in order: `verify --public-key A --public-key B`).
  * - `--name` for a switch; `--no-name` says "off" (citty's negation, kept for switches only:
  *   `--no-listen` is an unknown flag); a switch given both ways is refused; `--name=x` is refused.
  * - Anything else that starts with `-` (but a lone `-`) is an unknown flag; `-x` is not a short
@@ -27,6 +28,8 @@ export interface ValueFlagSpec {
   readonly type: "string";
   readonly description: string;
   readonly valueHint?: string;
+  /** Given more than once, each value is kept (in order) instead of the repeat being refused. */
+  readonly repeatable?: boolean;
 }
 
 /** A flag that takes none: `--name` (or `--no-name`). */
@@ -48,7 +51,7 @@ export type FlagTable = Readonly<Record<string, FlagSpec>>;
 
 /** What a scan found: a value flag's string, or a switch's state (`false` only from `--no-name`). */
 export type FlagValues<T extends FlagTable> = {
-  [K in keyof T as T[K] extends PositionalSpec ? never : K]?: T[K] extends SwitchFlagSpec ? boolean : string;
+  [K in keyof T as T[K] extends PositionalSpec ? never : K]?: T[K] extends SwitchFlagSpec ? boolean : T[K] extends { repeatable: true } ? string[] : string;
 };
 
 /**
@@ -76,7 +79,7 @@ export interface FlagScanHooks {
  * or the next argument (whatever it is).
  */
 export function scanFlags<T extends FlagTable>(table: T, args: readonly string[], hooks: FlagScanHooks): FlagValues<T> {
-  const found = new Map<string, string | boolean>();
+  const found = new Map<string, string | boolean | string[]>();
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
     if (arg === "-" || arg === "--" || !arg.startsWith("-")) {
@@ -99,6 +102,12 @@ export function scanFlags<T extends FlagTable>(table: T, args: readonly string[]
     if (spec?.type !== "string") throw hooks.refuse(unknownFlag(table, arg, flag, name));
     const value = eq >= 0 ? arg.slice(eq + 1) : args[++i];
     if (value === undefined || value === "") throw hooks.refuse({ kind: "value_missing", arg, name });
+    if (spec.repeatable === true) {
+      const values = found.get(name);
+      if (Array.isArray(values)) values.push(value);
+      else found.set(name, [value]);
+      continue;
+    }
     if (found.has(name)) throw hooks.refuse({ kind: "value_repeated", arg, name });
     found.set(name, value);
   }

@@ -1,19 +1,23 @@
 /**
  * Accounting of one NDJSON evidence log against what the stop record says was written: count of
  * complete lines, SHA-256 of exactly those bytes, one record per line of this session with `seq`
- * contiguous from 0, and a partial tail only where loss was recorded.
+ * contiguous from 0, and a partial tail only where loss was recorded. A chained (v2) log's hash
+ * chain is recomputed in the same pass (log-chain.ts).
  */
 import { sha256Hex } from "../shared/digest.ts";
 import { type Finding, type FindingCode, unknownFinding } from "./findings.ts";
 import { type Shape, shapeProblem } from "./line-shapes.ts";
+import { type ChainLink, type RecomputedChain, chainFinding, linkOf, recomputeChain } from "./log-chain.ts";
 import { parseRecord, splitNdjson } from "./strict-records.ts";
 
 export interface LogExpectation {
   file: string;
   bytes: Uint8Array;
   maxLines: number;
-  written: number;
-  prefixSha256: string;
+  /** What the stop record says was written; null when there is no stop record to hold it to. */
+  accounting: { written: number; prefixSha256: string } | null;
+  /** The chain's anchor for a chained (v2) log; absent for a v1 log. */
+  chainAnchor?: string;
   /** SHA-256 of the whole file when already known: it is the prefix digest when there is no tail. */
   fileSha256?: string;
   tailAllowed: boolean;
@@ -36,6 +40,8 @@ export interface LogResult {
   findings: Finding[];
   /** Complete lines that passed every per-record check. */
   verified: number;
+  /** The recomputed chain of a chained log (null for a v1 log, or one over its line bound). */
+  chain: RecomputedChain | null;
 }
 
 /**
@@ -53,15 +59,19 @@ export function checkLog(x: LogExpectation): LogResult {
   const findings: Finding[] = [];
   const split = splitNdjson(x.bytes, x.maxLines);
   if (split === null) {
-    return { findings: [unknownFinding("too_many_lines", x.file, `more than ${x.maxLines} lines`)], verified: 0 };
+    return { findings: [unknownFinding("too_many_lines", x.file, `more than ${x.maxLines} lines`)], verified: 0, chain: null };
   }
-  if (split.lines.length !== x.written) {
-    findings.push(unknownFinding(x.codes.count, x.file, `${split.lines.length} complete lines but session-stop says ${x.written} written`));
+  const a = x.accounting;
+  if (a !== null && split.lines.length !== a.written) {
+    findings.push(unknownFinding(x.codes.count, x.file, `${split.lines.length} complete lines but session-stop says ${a.written} written`));
   }
-  const prefix = split.tail.length === 0 && x.fileSha256 !== undefined ? x.fileSha256 : sha256Hex(split.completeBytes);
-  if (prefix !== x.prefixSha256) {
+  const prefix = a === null ? null : split.tail.length === 0 && x.fileSha256 !== undefined ? x.fileSha256 : sha256Hex(split.completeBytes);
+  if (a !== null && prefix !== a.prefixSha256) {
     findings.push(unknownFinding(x.codes.digest, x.file, "SHA-256 of the complete lines differs from the recorded prefix digest"));
   }
+  // Only each line's chain attributes are kept (not its record), so memory stays one small
+  // object per line; the chain is hashed after the per-record pass.
+  const links: ChainLink[] | null = x.chainAnchor === undefined ? null : [];
   if (split.tail.length > 0 && !x.tailAllowed) {
     findings.push(unknownFinding(x.codes.tail, x.file, `${split.tail.length} bytes after the last newline, but no loss was recorded`));
   }
@@ -76,6 +86,7 @@ export function checkLog(x: LogExpectation): LogResult {
     const where = `line ${i + 1}: `;
     if (i % COLLECT_EVERY_LINES === COLLECT_EVERY_LINES - 1) Bun.gc(true);
     const parsed = parseRecord(line, x.file, where);
+    links?.push(linkOf(line, parsed.ok ? parsed.value : null));
     if (!parsed.ok) {
       report(parsed.finding.code, parsed.finding.message);
       return;
@@ -96,5 +107,8 @@ export function checkLog(x: LogExpectation): LogResult {
   if (recordFindings > MAX_RECORD_FINDINGS) {
     findings.push(unknownFinding(x.codes.record, x.file, `${recordFindings - MAX_RECORD_FINDINGS} more record problems not listed`));
   }
-  return { findings, verified };
+  const chain = links === null ? null : recomputeChain(links, x.chainAnchor!);
+  const broken = chain === null ? null : chainFinding(x.file, chain);
+  if (broken !== null) findings.push(broken);
+  return { findings, verified, chain };
 }

@@ -58,7 +58,33 @@ export type FindingCode =
   | "receipt_seq_gap"
   | "receipt_session_mismatch"
   | "receipts_partial_tail"
-  | "receipts_lost";
+  | "receipts_lost"
+  // chains (v2 logs: vigilseq/vigilprev)
+  | "chain_broken"
+  | "chain_head_mismatch"
+  // signatures (with --public-key / --trusted-keys)
+  | "signature_missing"
+  | "signature_invalid"
+  | "key_untrusted"
+  | "subject_mismatch"
+  | "subject_missing"
+  | "file_unsigned"
+  | "predicate_mismatch"
+  | "checkpoint_invalid"
+  | "checkpoint_mismatch"
+  | "checkpoint_partial_tail"
+  /** loss: no stop record, but the last signed checkpoint is valid (the session died after it). */
+  | "stop_missing_checkpointed"
+  /** loss: records after the last checkpoint or stop, covered by no signature. */
+  | "not_covered"
+  // serve session directories (the event ledger)
+  /** loss: received events still pending delivery. */
+  | "events_pending"
+  | "events_unaccounted"
+  | "ledger_record_invalid"
+  | "ledger_session_mismatch"
+  /** unknown: bytes after the ledger's last newline, and no key to say they follow the signed records. */
+  | "ledger_partial_tail";
 
 export interface Finding {
   code: FindingCode;

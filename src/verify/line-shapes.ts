@@ -7,7 +7,7 @@
  * unknown members refused.
  */
 
-interface Field {
+export interface Field {
   check: (v: unknown) => boolean;
   expected: string;
   optional?: boolean;
@@ -17,17 +17,22 @@ export interface Shape {
 }
 
 const HEX64 = /^[0-9a-f]{64}$/;
-const text: Field = { check: (v) => typeof v === "string" && v.length <= 4096, expected: "a string" };
-const hex64: Field = { check: (v) => typeof v === "string" && HEX64.test(v), expected: "64 lowercase hex digits" };
-const count: Field = { check: (v) => Number.isInteger(v) && (v as number) >= 0, expected: "a non-negative integer" };
-const bool: Field = { check: (v) => typeof v === "boolean", expected: "true or false" };
-const id: Field = { check: (v) => typeof v === "string" || typeof v === "number", expected: "a string or a number" };
-const nullable = (f: Field): Field => ({ check: (v) => v === null || f.check(v), expected: `${f.expected} or null` });
-const optional = (f: Field): Field => ({ ...f, optional: true });
-const oneOf = (...values: string[]): Field => ({ check: (v) => values.includes(v as string), expected: values.join(" | ") });
+/** Field builders, shared with the serve-session shapes (src/verify/session/). */
+export const text: Field = { check: (v) => typeof v === "string" && v.length <= 4096, expected: "a string" };
+export const hex64: Field = { check: (v) => typeof v === "string" && HEX64.test(v), expected: "64 lowercase hex digits" };
+export const count: Field = { check: (v) => Number.isInteger(v) && (v as number) >= 0, expected: "a non-negative integer" };
+export const bool: Field = { check: (v) => typeof v === "boolean", expected: "true or false" };
+export const id: Field = { check: (v) => typeof v === "string" || typeof v === "number", expected: "a string or a number" };
+export const nullable = (f: Field): Field => ({ check: (v) => v === null || f.check(v), expected: `${f.expected} or null` });
+export const optional = (f: Field): Field => ({ ...f, optional: true });
+export const oneOf = (...values: string[]): Field => ({ check: (v) => values.includes(v as string), expected: values.join(" | ") });
 
-function envelope(data: Shape): Shape {
-  return {
+/**
+ * A log line's CloudEvents envelope. v1 lines have no chain attributes (a `vigilseq` in a v1 log is
+ * an unexpected member); chained (v2) lines must carry both (src/evidence/chain.ts).
+ */
+export function lineEnvelope(data: Shape, chained: boolean): Shape {
+  const base: Record<string, Field | Shape> = {
     specversion: text,
     type: text,
     source: text,
@@ -35,11 +40,16 @@ function envelope(data: Shape): Shape {
     time: text,
     datacontenttype: oneOf("application/json"),
     subject: optional(text),
-    data,
   };
+  if (chained) {
+    base.vigilseq = count;
+    base.vigilprev = hex64;
+  }
+  base.data = data;
+  return base;
 }
 
-export const DECISION_LINE = envelope({
+const DECISION_DATA: Shape = {
   session_id: text,
   seq: count,
   server_id: text,
@@ -52,9 +62,9 @@ export const DECISION_LINE = envelope({
   policy_digest: nullable(text),
   arguments_sha256: hex64,
   dry_run: bool,
-});
+};
 
-export const RECEIPT_LINE = envelope({
+const RECEIPT_DATA: Shape = {
   session_id: text,
   seq: count,
   request_id: id,
@@ -67,7 +77,12 @@ export const RECEIPT_LINE = envelope({
   response_bytes: optional(count),
   started_at: text,
   duration_us: count,
-});
+};
+
+export const DECISION_LINE = lineEnvelope(DECISION_DATA, false);
+export const RECEIPT_LINE = lineEnvelope(RECEIPT_DATA, false);
+export const DECISION_LINE_V2 = lineEnvelope(DECISION_DATA, true);
+export const RECEIPT_LINE_V2 = lineEnvelope(RECEIPT_DATA, true);
 
 const isField = (x: Field | Shape): x is Field => typeof (x as Field).check === "function";
 

@@ -1,9 +1,14 @@
 /** The two faces of a verify report: a readable text (verdict first) and one JSON document. */
-import type { VerifyReport } from "./verify-capture.ts";
+import type { Authentication, VerifyReport } from "./report.ts";
 
 export const NON_AUTHENTICATION_NOTE =
   "closed means a recorded ending whose retained accounting matches it, not that the server ran successfully; " +
   "file and digest agreement does not authenticate the producer: anyone who can write these files can forge a consistent capture.";
+
+/** The note of an authenticated report: what a good signature does and does not add. */
+export const AUTHENTICATED_NOTE =
+  "closed means a recorded ending whose retained accounting matches it, not that the server ran successfully; " +
+  "the signature shows that the holder of the signing key produced these files as they are, not that what they record is true.";
 
 /**
  * Names, ids and keys in findings come from the capture itself: a file named "x\nclosed" must not
@@ -22,17 +27,55 @@ export function renderText(r: VerifyReport): string {
     const decisions = d.written === null ? "no decision log" : `decisions ${d.written} written, ${d.dropped} dropped, ${d.verified} verified`;
     lines.push(`  session ${printable(r.session_id)}: ${server}; ${decisions}`);
   }
+  lines.push(`  ${authenticationLine(r)}`);
   for (const f of r.reasons) lines.push(`${f.effect === "loss" ? "!" : "✗"} ${printable(f.file)}: ${printable(f.message)}`);
-  lines.push(`note: ${NON_AUTHENTICATION_NOTE}`);
+  lines.push(`note: ${r.authentication.authenticated ? AUTHENTICATED_NOTE : NON_AUTHENTICATION_NOTE}`);
   return lines.join("\n");
 }
 
+/** The findings that can be why a capture is not authenticated, named in its line. */
+const AUTHENTICATION_CODES = new Set<string>([
+  "signature_missing",
+  "signature_invalid",
+  "key_untrusted",
+  "envelope_invalid",
+  "subject_missing",
+  "subject_mismatch",
+  "file_unsigned",
+  "predicate_mismatch",
+  "checkpoint_invalid",
+  "checkpoint_mismatch",
+  "checkpoint_partial_tail",
+  "stop_missing",
+]);
+
+/** `signed by <keyid> — covers …`, or why the capture is not authenticated. */
+export function authenticationLine(r: VerifyReport): string {
+  const a = r.authentication;
+  if (!a.keysGiven) return "not authenticated (no --public-key)";
+  if (!a.authenticated || a.covered === null || a.keyid === null) {
+    const why = r.reasons.find((f) => AUTHENTICATION_CODES.has(f.code))?.code;
+    return `not authenticated${why === undefined ? "" : ` (${why})`}`;
+  }
+  return `signed by ${printable(a.keyid)} — ${coverage(a.covered)}`;
+}
+
+function coverage(c: NonNullable<Authentication["covered"]>): string {
+  const logs = Object.entries(c.logs).map(([name, head], i) => `${printable(name.replace(/\.ndjson$/, ""))} ${head.count}${i === 0 ? " records" : ""}`);
+  const checkpoints = `${c.checkpoints} checkpoint${c.checkpoints === 1 ? "" : "s"}`;
+  // Without files, only checkpoints sign: a session that ended without its stop record.
+  const files = c.files.length === 0 ? "checkpoints only: covers" : `covers ${c.files.length} file${c.files.length === 1 ? "" : "s"},`;
+  return [`${files} ${logs.length === 0 ? "no log records" : logs.join(", ")}`, checkpoints].join(", ");
+}
+
 export function renderJson(r: VerifyReport): string {
+  const a = r.authentication;
   return JSON.stringify({
     verdict: r.verdict,
     reasons: r.reasons.map(({ code, file, message }) => ({ code, file, message })),
     session_id: r.session_id,
     server: r.server,
     decisions: r.decisions,
+    authentication: { authenticated: a.authenticated, keyid: a.keyid, covered: a.covered },
   });
 }

@@ -1,12 +1,12 @@
 /**
- * The v1 record shapes as the reader accepts them (strict: an unknown member means the record
+ * The v1 and v2 record shapes as the reader accepts them (strict: an unknown member means the record
  * was not written by this format's producer). They mirror src/evidence/records.ts.
  */
 import * as v from "valibot";
 
-const Hex64 = v.pipe(v.string(), v.regex(/^[0-9a-f]{64}$/, "expected 64 lowercase hex digits"));
-const NonNegInt = v.pipe(v.number(), v.integer(), v.minValue(0));
-const Text = v.pipe(v.string(), v.maxLength(4096));
+export const Hex64 = v.pipe(v.string(), v.regex(/^[0-9a-f]{64}$/, "expected 64 lowercase hex digits"));
+export const NonNegInt = v.pipe(v.number(), v.integer(), v.minValue(0));
+export const Text = v.pipe(v.string(), v.maxLength(4096));
 
 export function envelope<T extends v.GenericSchema>(data: T) {
   return v.strictObject({
@@ -70,6 +70,19 @@ export const StopData = v.strictObject({
   non_claims: v.array(Text),
 });
 
+/** A log's chain as far as it was written: records, and the `vigilprev` of the next one. */
+export const ChainHeadSchema = v.strictObject({ count: NonNegInt, head: Hex64 });
+/** At most this many logs are named by a stop record, a predicate or a checkpoint. */
+export const MAX_LOGS = 16;
+export const ChainHeads = v.pipe(v.record(Text, ChainHeadSchema), v.check((r) => Object.keys(r).length <= MAX_LOGS, `more than ${MAX_LOGS} logs`));
+
+/** v2: v1's members, then each log's chain head (`chains`) and the checkpoints written (null unsigned). */
+export const StopDataV2 = v.strictObject({
+  ...StopData.entries,
+  chains: ChainHeads,
+  checkpoints: v.nullable(v.strictObject({ written: NonNegInt })),
+});
+
 const FileEntry = v.strictObject({ bytes: NonNegInt, sha256: Hex64 });
 
 export const Manifest = v.strictObject({
@@ -85,9 +98,12 @@ export const Manifest = v.strictObject({
 });
 
 export const StopRecord = envelope(StopData);
+export const StopRecordV2 = envelope(StopDataV2);
 export const ContextRecord = envelope(ContextData);
 
-export type StopRecordT = v.InferOutput<typeof StopRecord>;
+/** A stop record of either version; a v2 record's `data` also has `chains` and `checkpoints`. */
+export type StopRecordT = v.InferOutput<typeof StopRecord> | v.InferOutput<typeof StopRecordV2>;
+export type StopRecordV2T = v.InferOutput<typeof StopRecordV2>;
 export type ContextRecordT = v.InferOutput<typeof ContextRecord>;
 export type ManifestT = v.InferOutput<typeof Manifest>;
 

@@ -4,6 +4,7 @@
  * Every refusal is a one-line usage error (exit 2) raised before anything is spawned.
  */
 import { basename } from "node:path";
+import { CHECKPOINT_EVERY_DEFAULT, CHECKPOINT_SECONDS_DEFAULT } from "../evidence/checkpoints.ts";
 import { usageError } from "../shared/errors.ts";
 import type { EvidenceFailureMode } from "../policy/governed-call.ts";
 import { type FlagTable, type FlagValues, flagRefusal, scanFlags } from "../shared/flags.ts";
@@ -26,6 +27,12 @@ export interface WrapOptions {
   maxMessageBytes: number;
   shutdownGraceMs: number;
   onEvidenceFailure: EvidenceFailureMode;
+  /** Ed25519 PKCS#8 PEM key that signs the checkpoints and the capture (read before the server is spawned). */
+  signingKey: string | null;
+  /** Records across the logs between two signed checkpoints. */
+  checkpointEvery: number;
+  /** Seconds between two signed checkpoints while records are written. */
+  checkpointSeconds: number;
   command: string[];
 }
 
@@ -33,6 +40,8 @@ export const DEFAULT_MAX_MESSAGE_BYTES = 32 * 1024 * 1024;
 export const DEFAULT_SHUTDOWN_GRACE_MS = 3000;
 const MAX_MESSAGE_BYTES_LIMIT = 1024 * 1024 * 1024;
 const MAX_GRACE_MS = 600_000;
+const MAX_CHECKPOINT_EVERY = 1_000_000_000;
+const MAX_CHECKPOINT_SECONDS = 86_400;
 
 /**
  * The flags of `vigil wrap`, the one declaration: commands/wrap.ts hands it to citty for `--help`,
@@ -54,6 +63,9 @@ export const WRAP_FLAGS = {
   "max-message-bytes": { type: "string", description: "Per-message cap, both directions (default 33554432)" },
   "shutdown-grace-ms": { type: "string", description: "Grace after closing the server's stdin (default 3000)" },
   "on-evidence-failure": { type: "string", description: "deny (default) or continue" },
+  "signing-key": { type: "string", description: "Ed25519 key (vigil keygen) signing checkpoints and the capture; needs --capture-dir", valueHint: "FILE" },
+  "checkpoint-every": { type: "string", description: "Signed checkpoint after N records (default 1000; needs --signing-key)", valueHint: "N" },
+  "checkpoint-seconds": { type: "string", description: "Signed checkpoint every S seconds while records are written (default 60; needs --signing-key)", valueHint: "S" },
 } as const satisfies FlagTable;
 
 type WrapFlagValues = FlagValues<typeof WRAP_FLAGS>;
@@ -88,8 +100,25 @@ export function parseWrapArgs(rawArgs: string[]): WrapOptions {
     maxMessageBytes: integerFlag(values, "max-message-bytes", DEFAULT_MAX_MESSAGE_BYTES, 1024, MAX_MESSAGE_BYTES_LIMIT),
     shutdownGraceMs: integerFlag(values, "shutdown-grace-ms", DEFAULT_SHUTDOWN_GRACE_MS, 0, MAX_GRACE_MS),
     onEvidenceFailure: failureMode(values["on-evidence-failure"]),
+    ...signingFlags(values),
     command,
   });
+}
+
+function signingFlags(values: WrapFlagValues): Pick<WrapOptions, "signingKey" | "checkpointEvery" | "checkpointSeconds"> {
+  const signingKey = values["signing-key"] ?? null;
+  for (const name of ["checkpoint-every", "checkpoint-seconds"] as const) {
+    if (values[name] !== undefined && signingKey === null) throw usageError(`wrap: --${name} needs --signing-key FILE (checkpoints are signed)`);
+  }
+  const seconds = values["checkpoint-seconds"];
+  if (seconds !== undefined && (!/^\d+(\.\d+)?$/.test(seconds) || Number(seconds) <= 0 || Number(seconds) > MAX_CHECKPOINT_SECONDS)) {
+    throw usageError(`wrap: --checkpoint-seconds must be a number of seconds above 0 and at most ${MAX_CHECKPOINT_SECONDS}, got ${JSON.stringify(seconds)}`);
+  }
+  return {
+    signingKey,
+    checkpointEvery: integerFlag(values, "checkpoint-every", CHECKPOINT_EVERY_DEFAULT, 1, MAX_CHECKPOINT_EVERY),
+    checkpointSeconds: seconds === undefined ? CHECKPOINT_SECONDS_DEFAULT : Number(seconds),
+  };
 }
 
 function checkCombinations(o: WrapOptions): WrapOptions {
@@ -112,6 +141,9 @@ function checkCombinations(o: WrapOptions): WrapOptions {
       "accounting must never be confused with a historical append log",
     );
   }
+  if (o.signingKey !== null && o.captureDir === null) {
+    throw usageError("wrap: --signing-key needs --capture-dir DIR (the signed statement covers a capture's files)");
+  }
   if ((individual || o.captureDir !== null) && o.eventSource === null) {
     throw usageError("wrap: --event-source URI is required when any evidence output is requested");
   }
@@ -124,7 +156,7 @@ function checkCombinations(o: WrapOptions): WrapOptions {
   return o;
 }
 
-function integerFlag(values: WrapFlagValues, name: "max-message-bytes" | "shutdown-grace-ms", fallback: number, min: number, max: number): number {
+function integerFlag(values: WrapFlagValues, name: "max-message-bytes" | "shutdown-grace-ms" | "checkpoint-every", fallback: number, min: number, max: number): number {
   const raw = values[name];
   if (raw === undefined) return fallback;
   if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {

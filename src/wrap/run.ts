@@ -18,10 +18,11 @@ import {
   tryStatus,
 } from "../shared/process-group.ts";
 import { within } from "../shared/time.ts";
+import { loadSigningKey } from "../evidence/keys.ts";
 import type { SessionEnd } from "../evidence/records.ts";
 import { LineWriter } from "../shared/ndjson/line-writer.ts";
 import { relayClientFrames } from "./client-relay.ts";
-import { writeCaptureManifest } from "./capture.ts";
+import { writeCaptureFiles } from "./capture.ts";
 import { LineSplitter } from "../shared/ndjson/line-splitter.ts";
 import type { WrapOptions } from "./options.ts";
 import { createCaptureDir, planOutputs } from "./output-plan.ts";
@@ -44,6 +45,9 @@ const LARGE_LINE_BYTES = 1024 * 1024;
 /** Runs one wrap session to its end; resolves with vigil's exit status. Throws VigilError before spawning. */
 export async function runWrap(o: WrapOptions): Promise<number> {
   const gate = await openPolicyGate(o);
+  // Read and parsed before the server exists (a bad key: exit 2, nothing spawned); kept in memory
+  // only, never in the child's argv or environment.
+  const signer = o.signingKey === null ? null : loadSigningKey(o.signingKey);
   const plan = planOutputs(o);
   const child = spawnGroup(o.command, { stderr: plan.serverStderr ? "pipe" : "inherit" });
   const evidence = new SessionEvidence(plan, {
@@ -55,6 +59,7 @@ export async function runWrap(o: WrapOptions): Promise<number> {
     dryRun: o.dryRun,
     decisionLogFsync: o.decisionLogFsync,
     decisionLogFaultBytes: decisionLogFaultBytes(),
+    ...(signer === null ? {} : { signing: { signer, every: o.checkpointEvery, seconds: o.checkpointSeconds } }),
   });
   try {
     createCaptureDir(plan);
@@ -87,7 +92,8 @@ export async function runWrap(o: WrapOptions): Promise<number> {
   evidence.finish(session, sweep, state.counts, ending.kind === "error");
   await within(client.close(), 1000);
   offSignals();
-  if (plan.manifest) writeCaptureManifest(plan, o, evidence, gate);
+  // The order of wrap.md §12: logs and checkpoints (closed by finish), stop record, manifest, envelope.
+  if (plan.manifest) writeCaptureFiles(plan, o, evidence, gate, signer);
 
   if (evidence.failures.length > 0) {
     logLine(`evidence write failed (${evidence.failures.join("; ")}); server ${describeStatus(sweep)}`);

@@ -47,6 +47,7 @@ async function expectHelp(args: string[], usage: string): Promise<void> {
 }
 
 const PIN_HINT = "vigil: hint: usage: vigil policy pin -- CMD [ARGS…]";
+const KEYGEN_HINT = "vigil: hint: usage: vigil keygen --out PREFIX";
 const VERIFY_HINT = "vigil: hint: usage: vigil verify CAPTURE_DIR [--json] [--require-receipts]";
 
 /** One entry per subcommand of the registry (src/commands/index.ts). */
@@ -126,6 +127,17 @@ const SUBCOMMANDS: Record<keyof typeof commands, () => Promise<void>> = {
     const bare = await runVigil(["policy"]);
     expect({ code: bare.code, usage: bare.stdout.includes("USAGE vigil policy check|pin") }).toEqual({ code: 2, usage: true });
   },
+
+  async keygen() {
+    await expectRows([
+      [["keygen", "--outt", "k"], 2, ["vigil: keygen: unknown flag --outt (did you mean --out?)"]],
+      [["keygen", "stray"], 2, ['vigil: keygen: unexpected argument "stray"', KEYGEN_HINT]],
+      [["keygen", "--out", "a", "--out=b"], 2, ["vigil: keygen: --out given twice"]],
+      [["keygen", "--no-out"], 2, ["vigil: keygen: unknown flag --no-out"]],
+      [["keygen"], 2, ["vigil: keygen: missing --out PREFIX", KEYGEN_HINT]],
+    ]);
+    await expectHelp(["keygen", "--help"], "vigil keygen [OPTIONS]");
+  },
 };
 
 describe("every subcommand refuses unknown flags and stray arguments with one line", () => {
@@ -136,14 +148,14 @@ describe("every subcommand refuses unknown flags and stray arguments with one li
       [["--bogus"], 2, ["vigil: unknown flag --bogus (see vigil --help)"]],
       [["--verison"], 2, ["vigil: unknown flag --verison (did you mean --version?)"]],
       [["--config", "x", "serve"], 2, ["vigil: unknown flag --config (see vigil --help)"]],
-      [["nosuchcommand"], 2, ['vigil: unknown command "nosuchcommand" (commands: wrap, verify, policy, serve; see vigil --help)']],
-      [["serv"], 2, ['vigil: unknown command "serv" (did you mean serve? commands: wrap, verify, policy, serve; see vigil --help)']],
+      [["nosuchcommand"], 2, ['vigil: unknown command "nosuchcommand" (commands: wrap, verify, policy, serve, keygen; see vigil --help)']],
+      [["serv"], 2, ['vigil: unknown command "serv" (did you mean serve? commands: wrap, verify, policy, serve, keygen; see vigil --help)']],
     ]);
-    await expectHelp(["--help"], "vigil wrap|verify|policy|serve");
+    await expectHelp(["--help"], "vigil wrap|verify|policy|serve|keygen");
     const version = await runVigil(["--version"]);
     expect({ code: version.code, stderr: version.stderr }).toEqual({ code: 0, stderr: "" });
     expect(version.stdout).toMatch(/^\d+\.\d+\.\d+\S*\n$/);
     const bare = await runVigil([]);
-    expect({ code: bare.code, usage: bare.stdout.includes("USAGE vigil wrap|verify|policy|serve") }).toEqual({ code: 2, usage: true });
+    expect({ code: bare.code, usage: bare.stdout.includes("USAGE vigil wrap|verify|policy|serve|keygen") }).toEqual({ code: 2, usage: true });
   });
 });

@@ -80,8 +80,10 @@ function checkCapture(kind: CaptureKind, dirOf: () => string) {
     }
     // The document has exactly the documented members.
     expect(Object.keys(doc).filter((k) => k !== "code" && k !== "stderr").sort()).toEqual(
-      ["decisions", "reasons", "server", "session_id", "verdict"].sort(),
+      ["authentication", "decisions", "reasons", "server", "session_id", "verdict"].sort(),
     );
+    // A v1 golden was never signed, and no key was given.
+    expect(doc.authentication).toEqual({ authenticated: false, keyid: null, covered: null });
     expect(doc.stderr).toBe("");
   });
 

@@ -49,7 +49,7 @@ describe("stop record and exit status", () => {
     await s.call("read_file", { path: "/x" });
     expect(await s.finish()).toEqual({ code: 0, signal: null });
     const cap = s.capture();
-    expect(cap.stop.type).toBe("vigil.mcp.session.stop.v1");
+    expect(cap.stop.type).toBe("vigil.mcp.session.stop.v2");
     expect(cap.stop.data).toMatchObject({
       session_end: "client_closed",
       termination: "exited",
@@ -258,7 +258,7 @@ describe("capture directory", () => {
     const sid = context.data.session_id;
     expect(sid).toMatch(/^[0-9a-f]{16,}$/);
     expect(context).toMatchObject({ specversion: "1.0", type: "vigil.mcp.session.context.v1", source: EVENT_SOURCE, id: `evt_context_${sid}` });
-    expect(stop).toMatchObject({ specversion: "1.0", type: "vigil.mcp.session.stop.v1", source: EVENT_SOURCE, id: `evt_stop_${sid}` });
+    expect(stop).toMatchObject({ specversion: "1.0", type: "vigil.mcp.session.stop.v2", source: EVENT_SOURCE, id: `evt_stop_${sid}` });
     expect(stop.data.session_context_id).toBe(context.id);
     for (const key of ["session_id", "server_id", "server_pid"]) expect(stop.data[key]).toEqual(context.data[key]);
     expect(context.data).toMatchObject({
@@ -272,7 +272,7 @@ describe("capture directory", () => {
       server_info: { name: "fixture-server", version: "1.0.0" },
       outputs: { decision_log: "new", receipts: true, session_stop: true },
     });
-    expect(manifest).toMatchObject({ format: "vigil.capture.v1", event_source: EVENT_SOURCE, server_id: "fixture-e2e", session_id: sid });
+    expect(manifest).toMatchObject({ format: "vigil.capture.v2", event_source: EVENT_SOURCE, server_id: "fixture-e2e", session_id: sid });
     for (const d of s.capture().decisions) expect(d.data.session_id).toBe(sid);
   });
 

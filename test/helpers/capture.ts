@@ -213,6 +213,11 @@ export interface VerifyJson {
   session_id: string | null;
   server: { exit_code: number | null; signal: number | null } | null;
   decisions: { written: number | null; dropped: number | null; verified: number };
+  authentication: {
+    authenticated: boolean;
+    keyid: string | null;
+    covered: { files: string[]; logs: Record<string, { count: number; head: string }>; checkpoints: number } | null;
+  };
 }
 
 /** `dist/vigil verify ARGS…` to completion (bounded). */

@@ -49,6 +49,8 @@ export interface EventsEnvOptions {
   knobs?: Record<string, string>;
   /** The model entry (default: openai → the mock model, timeout 20 s). */
   modelTimeoutMs?: number;
+  /** More top-level config members (e.g. `evidence`). */
+  config?: Record<string, unknown>;
 }
 
 export async function eventsEnvironment(cleanups: Cleanups, o: EventsEnvOptions): Promise<EventsEnv> {
@@ -62,6 +64,7 @@ export async function eventsEnvironment(cleanups: Cleanups, o: EventsEnvOptions)
     const config = {
       model: { provider: "openai", base_url: model.url, model: "mock-model", timeout_ms: o.modelTimeoutMs ?? 20_000 },
       mcp_servers: servers,
+      ...(o.config ?? {}),
     };
     writeFileSync(configFile, JSON.stringify(config));
   };

@@ -38,6 +38,8 @@ export interface WebhookStackOptions {
   callbackPath?: string;
   /** Extra environment for vigil (knobs). */
   knobs?: Record<string, string>;
+  /** More top-level config members (e.g. `evidence`). */
+  config?: Record<string, unknown>;
   /** The server entry's name (default "fx"). */
   serverName?: string;
   /** The bearer principal vigil sends (default "alice"). */
@@ -89,6 +91,7 @@ export async function startWebhookStack(cleanups: Cleanups, o: WebhookStackOptio
     fixtureEnv: { ...(o.fixtureEnv ?? {}), MCP_FIXTURE_ALLOW_HTTP_CALLBACK: true },
     servers: (fx) => [{ ...httpServer(fx!, o.serverName ?? "fx", o.events), headers: { Authorization: `Bearer ${principal}` } }],
     ...(o.knobs ? { knobs: o.knobs } : {}),
+    ...(o.config ? { config: o.config } : {}),
   });
   const fixture = env.fixture!;
   const port = await freePort();

@@ -10,19 +10,25 @@
  *
  * Nothing is written until there is something to persist: a session that never subscribes leaves
  * no files behind.
+ *
+ * With evidence configured (`ledger`), every change of the queue also makes a record of the event
+ * ledger `events.ndjson`, written ahead through the pending log in the same commit (ledger.ts); the
+ * facts the store cannot know (the subscription, the delivery mode, a batch's run) come with the
+ * change: `tryAdd(input, facts)`, `noteUnqueued(arrival, facts)`, `markDone(seqs, outcome)`.
  */
 import { errorMessage } from "../../shared/errors.ts";
 import { logLine } from "../../shared/log.ts";
-import { type Scheduler, realScheduler } from "../../shared/time.ts";
+import { realScheduler } from "../../shared/time.ts";
 import { writeFileAtomic } from "../../shared/durable/atomic-file.ts";
 import { GroupCommit } from "../../shared/durable/group-commit.ts";
 import type { PendingEntry } from "../types.ts";
 import { BackgroundCommits } from "./background-commits.ts";
 import { EventsStoreError } from "./errors.ts";
-import { sweepTemps } from "./files.ts";
-import { COMPACT_MIN_BYTES, LogBacklog } from "./log-backlog.ts";
-import { type Fault, LogFile, type WriteCounters } from "./log-file.ts";
-import { applyAttempts, asEntry, type LiveEntry, liveEntry, logPath, replayLog, serializeAdd, serializeDone } from "./pending-log.ts";
+import { LogBacklog } from "./log-backlog.ts";
+import { LogFile, type WriteCounters } from "./log-file.ts";
+import { type Arrival, type ArrivalFacts, type DoneOutcome, EventLedger } from "./ledger.ts";
+import { backlogCap, type EventsStoreOptions, type LoadedState, loadState } from "./load.ts";
+import { applyAttempts, asEntry, type LiveEntry, liveEntry, logPath, serializeAdd, serializeDone } from "./pending-log.ts";
 import {
   cloneRecord,
   copyRecord,
@@ -41,23 +47,8 @@ export type { SubscriptionRecord } from "./snapshot.ts";
 export type { FaultOp, WriteCounters } from "./log-file.ts";
 export { COMPACT_MIN_BYTES } from "./log-backlog.ts";
 export { COMMIT_DEBOUNCE_MS } from "./background-commits.ts";
-
-export interface EventsStoreOptions {
-  /** The queue refuses an entry once it holds this many. */
-  maxPending: number;
-  /** …or once this entry's line would take the live lines over this many bytes (one entry always fits an empty queue). */
-  maxPendingBytes: number;
-  /** Test seam: a throw here behaves like the failing system call at that step. */
-  fault?: Fault;
-  /** The timers of background commits and their retries; tests inject a fake one. */
-  scheduler?: Scheduler;
-}
-
-
-/** A log over this is refused on load rather than read: it is far past anything this store writes. */
-export function maxLogFileBytes(maxPendingBytes: number): number {
-  return 4 * maxPendingBytes + 64 * 1024 * 1024;
-}
+export type { ArrivalFacts, DoneOutcome, EventLedger, LedgerOptions } from "./ledger.ts";
+export { type EventsStoreOptions, maxLogFileBytes } from "./load.ts";
 
 export class EventsStore {
   /** Lines of the log that were skipped on load (not a record). */
@@ -86,14 +77,15 @@ export class EventsStore {
   private readonly background: BackgroundCommits;
   private closing: Promise<void> | null = null;
   private closed = false;
+  /** The event ledger (with evidence configured), else null. */
+  readonly ledger: EventLedger | null;
 
   private constructor(
     private readonly dir: string,
     private readonly options: EventsStoreOptions,
-    snapshot: SnapshotData | undefined,
-    replayed: Awaited<ReturnType<typeof replayLog>>,
-    counters: WriteCounters,
+    { snapshot, replayed, counters, ledger, mustRewrite }: LoadedState,
   ) {
+    this.ledger = ledger;
     this.counters = counters;
     this.live = replayed.live;
     for (const e of this.live.values()) {
@@ -108,26 +100,21 @@ export class EventsStore {
     this.keysOfServers = snapshot?.server_keys ?? {};
     this.snapLastText = snapshot === undefined ? null : serializeSnapshot(this.subs, this.lastClient, this.keysOfServers);
     this.log = new LogFile(logPath(dir), dir, replayed.handle, replayed.size, counters, options.fault);
-    this.backlog = new LogBacklog(this.log, 2 * options.maxPendingBytes + COMPACT_MIN_BYTES);
+    this.backlog = new LogBacklog(this.log, backlogCap(options.maxPendingBytes));
     this.commits = new GroupCommit(() => this.writePass(), () => this.changes);
     this.background = new BackgroundCommits(() => this.commits.request(), options.scheduler ?? realScheduler, dir);
+    if (mustRewrite) this.backlog.forceRewrite();
   }
 
   /**
    * Loads the snapshot and the log if they exist (creating nothing). A torn log tail is cut back
    * and synced before this returns; unparseable log lines are skipped and counted. An invalid
    * snapshot, or a log that is a symlink or over its bound, is refused with an EventsStoreError.
-   * Temp files of snapshot and log rewrites that a crash left behind are removed first.
+   * Temp files of snapshot and log rewrites that a crash left behind are removed first. With the
+   * ledger, the lines the pending log holds for it but events.ndjson lacks are appended (load.ts).
    */
   static async open(dir: string, options: EventsStoreOptions): Promise<EventsStore> {
-    for (const [name, value] of [["maxPending", options.maxPending], ["maxPendingBytes", options.maxPendingBytes]] as const) {
-      if (!Number.isSafeInteger(value) || value < 1) throw new EventsStoreError("invalid_argument", `${name} must be a positive integer`);
-    }
-    await sweepTemps(dir);
-    const snapshot = readSnapshotFile(dir);
-    const counters: WriteCounters = { logAppends: 0, logSyncs: 0, snapshots: 0, compactions: 0, logBytes: 0 };
-    const replayed = await replayLog(dir, maxLogFileBytes(options.maxPendingBytes), () => counters.logSyncs++);
-    return new EventsStore(dir, options, snapshot, replayed, counters);
+    return new EventsStore(dir, options, await loadState(dir, options));
   }
 
   /** Read-only peek (daemon boot: which sessions have runtime subscriptions); undefined if there is no snapshot. */
@@ -140,10 +127,15 @@ export class EventsStore {
   /**
    * Queues an entry under the next seq and returns it (as stored, frozen), or null when the queue
    * is full — by count, or by bytes unless the queue is empty (so one oversized event cannot wedge
-   * a subscription). Nothing at all is recorded when it returns null.
+   * a subscription). Nothing at all is recorded when it returns null. With the ledger, `facts` are
+   * required (its received or gap record), and a ledger past its bound of unwritten lines is full too.
    */
-  tryAdd(input: Omit<PendingEntry, "seq">): PendingEntry | null {
+  tryAdd(input: Omit<PendingEntry, "seq">, facts?: ArrivalFacts): PendingEntry | null {
     this.assertOpen();
+    if (this.ledger !== null) {
+      EventLedger.checkArrival(input.event, facts);
+      if (this.ledger.full) return null;
+    }
     if (this.live.size >= this.options.maxPending) return null;
     const draft = { ...input, seq: this.nextSeq } as PendingEntry;
     let line: string;
@@ -163,7 +155,22 @@ export class EventsStore {
     this.liveBytes += stored.bytes;
     if (stored.entry.action === "steer") this.liveSteer++;
     this.record(stored.line, stored.bytes);
+    // The stored entry is JSON read back: its digest cannot throw.
+    this.ledger?.arrival({ seq: entry.seq, server: entry.server, name: entry.name, action: entry.action, event: entry.event }, facts!);
     return stored.entry;
+  }
+
+  /**
+   * An acknowledged event that is not queued (a notify action's occurrence or gap): a ledger record
+   * alone, seq null, written by the next commit. False when the ledger is full (refuse it like a
+   * full queue); without the ledger it records nothing and returns true.
+   */
+  noteUnqueued(arrival: Omit<Arrival, "seq">, facts: ArrivalFacts): boolean {
+    this.assertOpen();
+    if (this.ledger === null) return true;
+    if (!this.ledger.unqueued(arrival, facts)) return false;
+    this.changes++;
+    return true;
   }
 
   /** Live entries, seq order. */
@@ -181,21 +188,28 @@ export class EventsStore {
     return this.liveSteer;
   }
 
-  /** Removes entries from the queue; unknown (or already done) seqs are ignored. */
-  markDone(seqs: readonly number[]): void {
+  /**
+   * Removes entries from the queue; unknown (or already done) seqs are ignored. With the ledger,
+   * `outcome` is required: one delivered record for the batch, or a dropped record per entry.
+   */
+  markDone(seqs: readonly number[], outcome?: DoneOutcome): void {
     this.assertOpen();
-    const removed: number[] = [];
+    if (this.ledger !== null && outcome === undefined) throw new EventsStoreError("invalid_argument", "the event ledger needs the outcome of every entry marked done");
+    const removed: PendingEntry[] = [];
     for (const seq of seqs) {
       const e = this.live.get(seq);
       if (e === undefined) continue;
       this.live.delete(seq);
       this.liveBytes -= e.bytes;
       if (e.entry.action === "steer") this.liveSteer--;
-      removed.push(seq);
+      removed.push(e.entry);
     }
     if (removed.length === 0) return;
-    const line = serializeDone(removed);
+    const line = serializeDone(removed.map((e) => e.seq));
     this.record(line, Buffer.byteLength(line));
+    if (this.ledger === null || outcome === undefined) return;
+    if ("delivered" in outcome) this.ledger.delivered(outcome.delivered.batchTag, outcome.delivered.runId, removed);
+    else for (const e of removed) this.ledger.dropped(e, outcome.dropped.attempts, outcome.dropped.errorCode);
   }
 
   /** Records failed-attempt counts by seq, persisted with the entries (pending-log.ts `attempts`). */
@@ -310,6 +324,7 @@ export class EventsStore {
       await this.commits.idle();
       this.closed = true;
       await this.log.close().catch(() => {});
+      await this.ledger?.close().catch(() => {});
     })();
     return this.closing;
   }
@@ -342,10 +357,20 @@ export class EventsStore {
   private async writePass(): Promise<void> {
     const snapGen = this.snapGen;
     const snapText = snapGen !== this.snapWrittenGen ? serializeSnapshot(this.subs, this.lastClient, this.keysOfServers) : null;
+    const pass = this.ledger?.beginPass() ?? null;
     try {
-      await this.backlog.write(this.liveBytes, () => Array.from(this.live.values(), (e) => e.line).join(""));
+      await this.backlog.write(this.liveBytes, () => Array.from(this.live.values(), (e) => e.line).join(""), pass?.trailer ?? null);
     } catch (e) {
       throw this.writeFailed(this.log.path, e);
+    }
+    // The commit point is behind us: the ledger's lines are in the pending log, then in events.ndjson.
+    if (pass !== null && this.ledger !== null) {
+      this.ledger.embedded(pass);
+      try {
+        await this.ledger.write(pass);
+      } catch (e) {
+        throw this.writeFailed(this.ledger.path, e);
+      }
     }
     if (snapText !== null) {
       if (snapText !== this.snapLastText) {

@@ -35,24 +35,36 @@ export class LogBacklog {
     this.capLines();
   }
 
+  /** The next write rewrites the whole live log (the file on disk holds records the store set aside on load). */
+  forceRewrite(): void {
+    this.lines = [];
+    this.bytes = 0;
+    this.mustRewrite = true;
+  }
+
   /**
    * One write of the log. Everything it writes is taken synchronously when it is called (the live
    * lines too, when it compacts), so it covers exactly the changes made before the call. A failed
    * write puts its records back in front, so the next write lands them, and rethrows.
+   *
+   * `trailer`: the event ledger's record of this pass (ledger.ts), written last, in the same sync:
+   * after the appended records, or after the live lines of a rewrite (which carries every ledger
+   * line not yet confirmed, hence its own text). It is not kept here: the ledger rebuilds it.
    */
-  async write(liveBytes: number, liveLines: () => string): Promise<void> {
+  async write(liveBytes: number, liveLines: () => string, trailer: { append: string; rewrite: () => string } | null = null): Promise<void> {
     const chunk = this.lines;
     const chunkBytes = this.bytes;
     this.lines = [];
     this.bytes = 0;
     const forced = this.mustRewrite;
     this.mustRewrite = false;
+    const tail = trailer?.append ?? "";
     const total = this.log.size + chunkBytes;
     const compact = forced || (chunk.length > 0 && total > COMPACT_MIN_BYTES && total > 2 * liveBytes);
-    const rewrite = compact ? liveLines() : null;
+    const rewrite = compact ? liveLines() + (trailer?.rewrite() ?? "") : null;
     try {
       if (rewrite !== null) await this.log.rewrite(rewrite);
-      else if (chunk.length > 0) await this.log.append(chunk.join(""));
+      else if (chunk.length > 0 || tail !== "") await this.log.append(chunk.join("") + tail);
     } catch (e) {
       this.putBack(chunk, chunkBytes, forced);
       throw e;

@@ -20,7 +20,7 @@ import { syncDir, writeFileAtomic } from "../../shared/durable/atomic-file.ts";
 import { FILE_MODE } from "../../shared/durable/modes.ts";
 import { EventsStoreError } from "./errors.ts";
 
-export type FaultOp = "log_append" | "log_sync" | "compact" | "snapshot";
+export type FaultOp = "log_append" | "log_sync" | "compact" | "snapshot" | "ledger_append" | "ledger_sync";
 export type Fault = (op: FaultOp) => void | Promise<void>;
 
 export interface WriteCounters {
@@ -43,12 +43,14 @@ export class LogFile {
     public size: number,
     private readonly counters: WriteCounters,
     private readonly fault: Fault | undefined,
+    /** The fault seam's names of this file's steps (the event ledger reuses this class: ledger.ts). */
+    private readonly ops: { append: FaultOp; sync: FaultOp } = { append: "log_append", sync: "log_sync" },
   ) {}
 
   /** Appends `text` (whole records) and syncs it. On failure the known size is unchanged. */
   async append(text: string): Promise<void> {
     const buf = Buffer.from(text);
-    await this.fault?.("log_append");
+    await this.fault?.(this.ops.append);
     const handle = await this.ensureOpen();
     const at = this.size;
     try {
@@ -60,7 +62,7 @@ export class LogFile {
       }
       this.counters.logAppends++;
       this.counters.logBytes += buf.length;
-      await this.fault?.("log_sync");
+      await this.fault?.(this.ops.sync);
       this.counters.logSyncs++;
       await handle.datasync();
       if (this.needDirSync) {

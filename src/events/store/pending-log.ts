@@ -4,6 +4,7 @@
  *   {"add":{"seq":N,"action":"follow_up"|"steer","server":…,"name":…,"arguments":{…},"instructions"?:…,"event":{…}}}
  *   {"attempts":[[N,K],…]}   entry N has had K failed attempts (absolute, so replaying it twice is harmless)
  *   {"done":[N,…]}
+ *   {"ledger":{"from":V,"lines":["<events.ndjson line>",…]}}   with evidence only (ledger.ts)
  *
  * Live entries are the adds minus the dones, in seq order, each with its last attempts count (0
  * when none). A live entry's lines are its add and, once it has attempts, its attempts record:
@@ -11,6 +12,12 @@
  * persisted with the pending event). An attempts record for a seq that is not live is ignored.
  * This file holds the format and the load-time replay (with the torn-tail repair); log-file.ts
  * does the writing.
+ *
+ * A `ledger` record embeds the event-ledger lines of one write pass (from vigilseq V on), written
+ * last in that pass's append, in the same sync as its add and done records: the pass's commit
+ * point. With the ledger on, add and done records after a file's last ledger record are therefore
+ * from a pass whose commit point was never reached (a crash tore its append): they are set aside
+ * on load (`uncommitted`), and the store's next write rewrites the log without them.
  */
 import { constants } from "node:fs";
 import { type FileHandle, open } from "node:fs/promises";
@@ -117,6 +124,21 @@ export function applyAttempts(live: Map<number, LiveEntry>, counts: ReadonlyMap<
 
 const isCount = (x: unknown): x is number => typeof x === "number" && Number.isSafeInteger(x) && x >= 0 && x <= MAX_RECORDED_ATTEMPTS;
 
+/** One `ledger` record: the event-ledger lines of a write pass, vigilseq `from` onwards. */
+export interface EmbeddedLedger {
+  from: number;
+  lines: string[];
+}
+
+export function serializeLedger(from: number, lines: readonly string[]): string {
+  return `${JSON.stringify({ ledger: { from, lines } })}\n`;
+}
+
+/** With the ledger on: embedded lines below `keepFrom` are not kept (events.ndjson has them already). */
+export interface ReplayLedger {
+  keepFrom: number;
+}
+
 export interface ReplayedLog {
   /** Open for reading and writing; null when there is no log file. */
   handle: FileHandle | null;
@@ -130,6 +152,12 @@ export interface ReplayedLog {
   skipped: number;
   /** Bytes cut from a torn tail. */
   repairedBytes: number;
+  /** Ledger records (file order), lines from `keepFrom` on; empty with the ledger off. */
+  ledger: EmbeddedLedger[];
+  /** The file holds any ledger record (with the ledger off, the next write rewrites the log without them). */
+  hasLedgerRecords: boolean;
+  /** Add and done records set aside: after the last ledger record, so never committed (see the header). */
+  uncommitted: number;
 }
 
 /**
@@ -138,14 +166,14 @@ export interface ReplayedLog {
  * the fragment (that would glue the next record onto it and lose it on every later replay).
  * Throws file_refused for a symlink, a non-regular file, or a file over `maxFileBytes`.
  */
-export async function replayLog(dir: string, maxFileBytes: number, onSync: () => void): Promise<ReplayedLog> {
+export async function replayLog(dir: string, maxFileBytes: number, onSync: () => void, ledger: ReplayLedger | null = null): Promise<ReplayedLog> {
   const path = logPath(dir);
   let handle: FileHandle;
   try {
     handle = await open(path, constants.O_RDWR | constants.O_NOFOLLOW);
   } catch (e) {
     const code = errnoCode(e);
-    if (code === "ENOENT") return { handle: null, size: 0, live: new Map(), maxSeq: 0, skipped: 0, repairedBytes: 0 };
+    if (code === "ENOENT") return { handle: null, size: 0, live: new Map(), maxSeq: 0, skipped: 0, repairedBytes: 0, ledger: [], hasLedgerRecords: false, uncommitted: 0 };
     throw refused(path, code === "ELOOP" ? "it is a symbolic link" : errorMessage(e), e);
   }
   try {
@@ -155,12 +183,18 @@ export async function replayLog(dir: string, maxFileBytes: number, onSync: () =>
     if ((st.mode & 0o777) !== FILE_MODE) await handle.chmod(FILE_MODE);
     const found = new Map<number, LiveEntry>();
     const state = { maxSeq: 0, skipped: 0, goodEnd: st.size };
+    const replay = new LedgerReplay(ledger, found, state);
     const readAt = (buf: Buffer, length: number, position: number) => handle.read(buf, 0, length, position).then((r) => r.bytesRead);
     await scanLines(readAt, 0, st.size, { maxLine: maxFileBytes, chunkBytes: 1 << 20 }, (line) => {
       if (!line.complete) state.goodEnd = line.offset;
-      else if (line.bytes === null || !applyLine(line.bytes, found, state)) state.skipped++;
+      else {
+        const record = line.bytes === null ? null : parseRecord(line.bytes);
+        if (record === null) state.skipped++;
+        else replay.take(record);
+      }
       return true;
     });
+    const uncommitted = replay.end();
     if (state.goodEnd < st.size) {
       // Cutting the torn tail is a write: its failure (ENOSPC, EIO) is no damaged file (exit 3, not 2).
       await Promise.resolve()
@@ -172,7 +206,17 @@ export async function replayLog(dir: string, maxFileBytes: number, onSync: () =>
       onSync();
     }
     const live = new Map([...found.entries()].sort(([a], [b]) => a - b));
-    return { handle, size: state.goodEnd, live, maxSeq: state.maxSeq, skipped: state.skipped, repairedBytes: st.size - state.goodEnd };
+    return {
+      handle,
+      size: state.goodEnd,
+      live,
+      maxSeq: state.maxSeq,
+      skipped: state.skipped,
+      repairedBytes: st.size - state.goodEnd,
+      ledger: replay.embedded,
+      hasLedgerRecords: replay.seen,
+      uncommitted,
+    };
   } catch (e) {
     await handle.close().catch(() => {});
     if (e instanceof EventsStoreError) throw e;
@@ -180,37 +224,102 @@ export async function replayLog(dir: string, maxFileBytes: number, onSync: () =>
   }
 }
 
-/** Applies one complete line; false when it is not a record (it is then ignored). */
-function applyLine(bytes: Buffer, live: Map<number, LiveEntry>, state: { maxSeq: number }): boolean {
+type LogRecord =
+  | { add: PendingEntry }
+  | { attempts: [number, number][] }
+  | { done: number[] }
+  | { ledger: EmbeddedLedger };
+
+/** One complete line as a record, or null when it is not one (it is then ignored). */
+function parseRecord(bytes: Buffer): LogRecord | null {
   let record: unknown;
   try {
     record = JSON.parse(bytes.toString("utf8"));
   } catch {
-    return false;
+    return null;
   }
-  if (!isRecord(record)) return false;
+  if (!isRecord(record)) return null;
   if ("add" in record) {
     const entry = asEntry(record.add);
-    if (entry === null) return false;
-    // An add replayed twice (a retried write, log-file.ts) keeps the count recorded after the first.
-    const earlier = live.get(entry.seq);
-    live.set(entry.seq, earlier === undefined ? liveEntry(entry) : withAttempts(liveEntry(entry), earlier.attempts));
-    state.maxSeq = Math.max(state.maxSeq, entry.seq);
-    return true;
+    return entry === null ? null : { add: entry };
   }
   if ("attempts" in record) {
     const counts = record.attempts;
-    if (!Array.isArray(counts) || !counts.every((c) => Array.isArray(c) && c.length === 2 && isSeq(c[0]) && isCount(c[1]))) return false;
-    applyAttempts(live, new Map(counts as [number, number][]));
-    return true;
+    if (!Array.isArray(counts) || !counts.every((c) => Array.isArray(c) && c.length === 2 && isSeq(c[0]) && isCount(c[1]))) return null;
+    return { attempts: counts as [number, number][] };
+  }
+  if ("ledger" in record) {
+    const l = record.ledger;
+    if (!isRecord(l) || !isCount(l.from) || !Array.isArray(l.lines) || !l.lines.every((x) => typeof x === "string")) return null;
+    return { ledger: { from: l.from, lines: l.lines as string[] } };
   }
   const done = record.done;
-  if (!Array.isArray(done) || !done.every(isSeq)) return false;
-  for (const seq of done) {
-    live.delete(seq);
-    state.maxSeq = Math.max(state.maxSeq, seq);
+  if (!Array.isArray(done) || !done.every(isSeq)) return null;
+  return { done };
+}
+
+function applyRecord(record: LogRecord, live: Map<number, LiveEntry>): void {
+  if ("add" in record) {
+    // An add replayed twice (a retried write, log-file.ts) keeps the count recorded after the first.
+    const entry = record.add;
+    const earlier = live.get(entry.seq);
+    live.set(entry.seq, earlier === undefined ? liveEntry(entry) : withAttempts(liveEntry(entry), earlier.attempts));
+  } else if ("attempts" in record) {
+    applyAttempts(live, new Map(record.attempts));
+  } else if ("done" in record) {
+    for (const seq of record.done) live.delete(seq);
   }
-  return true;
+}
+
+/**
+ * The replay's handling of ledger records (see the header): with the ledger on, records after a
+ * ledger record wait for the next one; those still waiting at the end of the file are attempts
+ * counts (kept: a pass of attempts alone embeds no ledger lines) or an uncommitted pass's adds and
+ * dones (set aside). Before the file's first ledger record every record counts: it was written
+ * with the ledger off, or by passes that the first ledger record closed.
+ */
+class LedgerReplay {
+  readonly embedded: EmbeddedLedger[] = [];
+  seen = false;
+  private waiting: LogRecord[] = [];
+
+  constructor(
+    private readonly ledger: ReplayLedger | null,
+    private readonly live: Map<number, LiveEntry>,
+    private readonly state: { maxSeq: number },
+  ) {}
+
+  take(record: LogRecord): void {
+    // Seqs never go back, even past a set-aside add: nothing reuses a seq a crash may have seen.
+    if ("add" in record) this.state.maxSeq = Math.max(this.state.maxSeq, record.add.seq);
+    else if ("done" in record) for (const seq of record.done) this.state.maxSeq = Math.max(this.state.maxSeq, seq);
+    if ("ledger" in record) {
+      this.seen = true;
+      if (this.ledger !== null) this.keep(record.ledger);
+      for (const r of this.waiting) applyRecord(r, this.live);
+      this.waiting = [];
+    } else if (this.ledger !== null && this.seen) {
+      this.waiting.push(record);
+    } else {
+      applyRecord(record, this.live);
+    }
+  }
+
+  /** Applies what may be applied of the waiting records; returns how many were set aside. */
+  end(): number {
+    let uncommitted = 0;
+    for (const r of this.waiting) {
+      if ("attempts" in r) applyRecord(r, this.live);
+      else uncommitted++;
+    }
+    this.waiting = [];
+    return uncommitted;
+  }
+
+  private keep(l: EmbeddedLedger): void {
+    const skip = Math.max(0, this.ledger!.keepFrom - l.from);
+    if (skip < l.lines.length) this.embedded.push({ from: l.from + skip, lines: l.lines.slice(skip) });
+  }
 }
 
 function refused(path: string, why: string, cause?: unknown): EventsStoreError {

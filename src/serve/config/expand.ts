@@ -4,6 +4,7 @@
  *
  *   the model's (each provider names its own: model.base_url, model.command[i]),
  *   mcp_servers[i].url, .headers.*, .command, .args[j], .env.*
+ *   evidence.signing_key (`"${VIGIL_SIGNING_KEY_FILE}"`; a path, not a secret: a refusal names the file)
  *
  * Everything else (system_prompt, instructions, event arguments, policy, cwd, names) is literal.
  *
@@ -75,14 +76,16 @@ export function expandConfig(raw: ServeConfig, env: Env): Expansion {
   const expandedPaths = new Set<string>();
   const substituted: string[] = [];
   const problems: string[] = [];
-  const str = (value: string, segments: PathSegment[]): string => {
+  // `secret` false: a value that is not a secret even when a variable gave it (the signing key's
+  // path: its refusal must name the file; the key itself is never in the config).
+  const str = (value: string, segments: PathSegment[], secret = true): string => {
     const result = expandString(value, env);
     const path = formatPath(segments);
     if (!result.ok) {
       problems.push(`${path}: ${result.message}`);
       return value;
     }
-    if (result.variables.length > 0) {
+    if (result.variables.length > 0 && secret) {
       expandedPaths.add(path);
       for (const name of result.variables) substituted.push(env[name] ?? "");
     }
@@ -106,5 +109,8 @@ export function expandConfig(raw: ServeConfig, env: Env): Expansion {
     };
   });
 
-  return { config: { ...raw, model, mcp_servers }, expandedPaths, substituted, problems };
+  const key = raw.evidence?.signing_key;
+  const evidence = raw.evidence === undefined || key === undefined ? raw.evidence : { ...raw.evidence, signing_key: str(key, ["evidence", "signing_key"], false) };
+
+  return { config: { ...raw, model, mcp_servers, ...(evidence === undefined ? {} : { evidence }) }, expandedPaths, substituted, problems };
 }

@@ -16,6 +16,9 @@ export const CONFIG_LIMITS = {
   servers: 64,
   eventSourceChars: 2048,
   systemPromptChars: 65536,
+  /** evidence.checkpoint_every and evidence.checkpoint_seconds (one day). */
+  checkpointEveryMax: 1_000_000_000,
+  checkpointSecondsMax: 86_400,
   /** The `model` mapping's bounds, by provider (`timeout_ms`: openai 1 h, command 24 h). */
   models: MODEL_LIMITS,
 } as const;

@@ -61,7 +61,7 @@ export interface ParseOptions {
   /** Names the document in messages. */
   source: string;
   env?: Env;
-  /** Relative `policy` and `cwd` resolve against this directory. Default: the cwd. */
+  /** Relative `policy`, `cwd` and `evidence.signing_key` resolve against this directory. Default: the cwd. */
   baseDir?: string;
 }
 
@@ -118,6 +118,7 @@ function resolvePaths(config: ServeConfig, baseDir: string): ServeConfig {
   return {
     ...config,
     ...(config.policy === undefined ? {} : { policy: at(config.policy) }),
+    ...(config.evidence?.signing_key === undefined ? {} : { evidence: { ...config.evidence, signing_key: at(config.evidence.signing_key) } }),
     mcp_servers: config.mcp_servers.map((s) => (s.transport === "stdio" && s.cwd !== undefined ? { ...s, cwd: at(s.cwd) } : s)),
   };
 }

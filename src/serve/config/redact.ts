@@ -86,8 +86,10 @@ const MAX_SERVERS_DESCRIBED = 8;
 /**
  * One line for the startup log, built from the redacted copy, for example
  * `model=openai:qwen3@http://127.0.0.1:11434/v1 servers=tickets(http,1 event),fs(stdio) policy=/etc/vigil/policy.yaml evidence=vigil://host/agent`.
+ * With a signing key it adds `signing_key=<the first 16 hex digits of its key id>` (never the
+ * key's path or contents): `signingKeyId` is the loaded key's id.
  */
-export function describeConfig(config: ServeConfig): string {
+export function describeConfig(config: ServeConfig, signingKeyId?: string): string {
   const safe = redactConfig(config);
   const model = describeModel(safe.model);
   const servers = safe.mcp_servers.slice(0, MAX_SERVERS_DESCRIBED).map((s) => {
@@ -99,5 +101,6 @@ export function describeConfig(config: ServeConfig): string {
   const parts = [`model=${model}`, `servers=${servers.length === 0 ? "none" : servers.join(",")}`];
   if (safe.policy !== undefined) parts.push(`policy=${safe.policy}`);
   if (safe.evidence !== undefined) parts.push(`evidence=${safe.evidence.event_source}`);
+  if (signingKeyId !== undefined) parts.push(`signing_key=${signingKeyId.slice(0, 16)}`);
   return parts.join(" ").replace(/[\r\n]/g, " ");
 }

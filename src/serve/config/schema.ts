@@ -15,7 +15,7 @@ import { EVENT_ACTIONS, EVENT_DELIVERIES, EventsConfigSchema, type EventSubscrip
 import { StorableSubscriptions } from "../../events/storable-spec.ts";
 import { ConfigPath, httpServerEntries, stdioServerEntries } from "../../mcp/server-config.ts";
 import { isRecord } from "../../shared/guards.ts";
-import { isHttpUrl, mapping, text } from "../../shared/schema-parts.ts";
+import { integer, isHttpUrl, mapping, text } from "../../shared/schema-parts.ts";
 import { EXPECTED_PROVIDER, modelSchemas } from "../models/registry.ts";
 import { CONFIG_LIMITS } from "./limits.ts";
 
@@ -27,10 +27,31 @@ const SCHEME_URI = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/\S+$/;
 
 const Path = ConfigPath;
 
-const Evidence = mapping({
-  event_source: text("a URI like scheme://…", L.eventSourceChars, 1, SCHEME_URI),
-  decision_log: v.optional(v.boolean("expected true or false"), true),
-});
+const Evidence = v.pipe(
+  mapping({
+    event_source: text("a URI like scheme://…", L.eventSourceChars, 1, SCHEME_URI),
+    decision_log: v.optional(v.boolean("expected true or false"), true),
+    /** Ed25519 PKCS#8 PEM key file (`${VAR}` expands); a relative path resolves against the config file's directory. */
+    signing_key: v.optional(Path),
+    /** Records across a session's logs between two signed checkpoints (default 1000; needs signing_key). */
+    checkpoint_every: v.optional(integer(1, L.checkpointEveryMax)),
+    /** Seconds between two checkpoints while records are written (default 60; needs signing_key). */
+    checkpoint_seconds: v.optional(
+      v.pipe(v.number("expected a number of seconds"), v.gtValue(0, "expected a number of seconds over 0"), v.maxValue(L.checkpointSecondsMax, `expected at most ${L.checkpointSecondsMax} seconds`)),
+    ),
+  }),
+  // As wrap's --checkpoint-* flags: checkpoints are signed, so without a key they mean nothing.
+  v.rawCheck(({ dataset, addIssue }) => {
+    if (!dataset.typed || dataset.value.signing_key !== undefined) return;
+    for (const key of ["checkpoint_every", "checkpoint_seconds"] as const) {
+      if (dataset.value[key] === undefined) continue;
+      addIssue({
+        message: "needs evidence.signing_key (checkpoints are signed)",
+        path: [{ type: "object", origin: "value", input: dataset.value, key, value: dataset.value[key] }],
+      });
+    }
+  }),
+);
 
 function configSchema(expanded: boolean) {
   const HttpServer = v.strictObject({ ...httpServerEntries(expanded), events: v.optional(EventsConfigSchema) }, "expected a mapping");

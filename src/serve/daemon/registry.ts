@@ -109,7 +109,7 @@ export class SessionRegistry {
       this.open.delete(name);
       this.lastRelease.delete(name);
       const done = this.app
-        .closeSession(name)
+        .closeSession(name, "reaped")
         .catch((e) => logLine(`serve: reaping session ${JSON.stringify(name)} failed: ${errorMessage(e)}`))
         .finally(() => this.closing.delete(name));
       this.closing.set(name, done);

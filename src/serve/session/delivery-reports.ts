@@ -64,12 +64,12 @@ export class DeliveryReports {
     notifyEach(this.settledListeners, full, this.onError);
   }
 
-  /** The callback a run calls when the model answered a turn (RunRequest.steersReceived). */
-  receiptsFor(prompt: readonly PendingItem[], taken: readonly PendingItem[]): (count: number) => void {
+  /** The callback the run `runId` calls when the model answered a turn (RunRequest.steersReceived). */
+  receiptsFor(prompt: readonly PendingItem[], taken: readonly PendingItem[], runId: string): (count: number) => void {
     const reported = new Set<string>();
     return (count) => {
       const fresh = newlyReceived(prompt, taken, count, reported);
-      if (fresh.length > 0) notifyEach(this.receivedListeners, fresh, this.onError);
+      if (fresh.length > 0) notifyEach([...this.receivedListeners].map((l) => (tags: string[]) => l(tags, runId)), fresh, this.onError);
     };
   }
 

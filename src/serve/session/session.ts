@@ -289,7 +289,7 @@ export class Session implements EventsSession {
       history: this.conversation,
       historySeq: this.transcript.lastSeq,
       steers: () => (this.run === run ? this.queues.takeSteers() : []),
-      steersReceived: this.reports.receiptsFor(run.prompt, run.taken),
+      steersReceived: this.reports.receiptsFor(run.prompt, run.taken, run.id),
     });
     const emit = runFrameSink(run, (frame) => this.store(frame), () => this.frames.lastError);
     let outcome: RunOutcome;

@@ -3,6 +3,7 @@
  *
  *   <state-dir>/sessions/<name>/{transcript.jsonl, mcp-events.json, mcp-events.log, decisions.ndjson}
  *
+ * (with evidence also events.ndjson, checkpoints.ndjson and stops/<n>.dsse.json: session-evidence.ts)
  * plus the transcript's later segments and its compaction pointer (transcript-segments.ts).
  *
  * The state dir is `--state-dir`, else `$XDG_STATE_HOME/vigil`, else `~/.local/state/vigil`. Every
@@ -20,6 +21,7 @@ import { StateError } from "../../shared/durable/state-error.ts";
 export const SESSIONS_DIR = "sessions";
 export const TRANSCRIPT_FILE = "transcript.jsonl";
 export const DECISIONS_FILE = "decisions.ndjson";
+export const STOPS_DIR = "stops";
 
 export { DIR_MODE, FILE_MODE };
 /** The events client owns the names of its state files; serve lays out the directory around them. */
@@ -79,6 +81,13 @@ export function ensureSessionDir(stateDir: string, name: string): string {
   ensureChildDir(sessions, "sessions directory");
   const dir = join(sessions, validateSessionName(name));
   ensureChildDir(dir, `session directory of ${JSON.stringify(name)}`);
+  return dir;
+}
+
+/** `sessions/<name>/stops/` (the signed stop statements), created 0700 if missing and checked like the others. */
+export function ensureStopsDir(sessionDir: string): string {
+  const dir = join(sessionDir, STOPS_DIR);
+  ensureChildDir(dir, "stop statements directory");
   return dir;
 }
 

@@ -33,7 +33,7 @@ class FakeSession implements InjectTarget {
   readonly injected: (Injection & { logAtInject: string })[] = [];
   readonly frames: EventsFrame[] = [];
   private listener: ((r: RunSettled) => void) | null = null;
-  private receiver: ((tags: string[]) => void) | null = null;
+  private receiver: ((tags: string[], runId: string) => void) | null = null;
 
   constructor(private readonly logFile: string) {}
 
@@ -48,7 +48,7 @@ class FakeSession implements InjectTarget {
     return () => void (this.listener = null);
   }
 
-  onReceived(listener: (tags: string[]) => void) {
+  onReceived(listener: (tags: string[], runId: string) => void) {
     this.receiver = listener;
     return () => void (this.receiver = null);
   }
@@ -64,7 +64,7 @@ class FakeSession implements InjectTarget {
 
   /** The model answered a turn carrying these steered batches. */
   receive(tags: string[]) {
-    this.receiver?.(tags);
+    this.receiver?.(tags, "r");
   }
 }
 

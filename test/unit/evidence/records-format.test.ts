@@ -1,11 +1,11 @@
 /**
- * The v1 record formats, pinned: member names and order of every record type (a change here is a
+ * The record formats, pinned: member names and order of every record type (a change here is a
  * format change and needs a new type version, not an edit).
  */
 import { expect, test } from "bun:test";
 import { DecisionRecorder } from "../../../src/evidence/decision-recorder.ts";
 import type { EvidenceLog } from "../../../src/evidence/evidence-log.ts";
-import { contextEvent, receiptEvent, stopEvent } from "../../../src/evidence/records.ts";
+import { type StopData, contextEvent, receiptEvent, stopEvent, stopEventV2 } from "../../../src/evidence/records.ts";
 
 const ENVELOPE = ["specversion", "type", "source", "id", "time", "datacontenttype", "data"];
 
@@ -59,4 +59,32 @@ test("vigil.mcp.session.context.v1 and session.stop.v1", () => {
     "decision_prefix_sha256", "receipts", "counts", "assertion_basis", "non_claims",
   ]);
   expect((stop.data as { non_claims: string[] }).non_claims).toEqual(["execution_proof", "authentication", "global_coverage", "durable_storage_proof"]);
+});
+
+const STOP_DATA: StopData = {
+  session_id: "s1", server_id: "fs", server_pid: 42, session_context_id: "evt_context_s1", session_end: "client_closed",
+  status: { termination: "exited", exit_code: 0, signal: null, core_dumped: null }, kill_requested: false,
+  decision_log: "complete", decision_events_written: 2, decision_events_dropped: 0, decision_prefix_sha256: "d".repeat(64),
+  receipts: { written: 3, dropped: 0, prefix_sha256: "e".repeat(64) },
+  counts: { client_messages: 1, server_messages: 1, rejected_frames: 0, server_garbage_lines: 0, oversized: 0 },
+};
+
+test("vigil.mcp.session.stop.v2: v1's members, then chains and checkpoints before assertion_basis", () => {
+  const chains = { "decisions.ndjson": { count: 2, head: "a".repeat(64) }, "receipts.ndjson": { count: 3, head: "b".repeat(64) } };
+  const stop = stopEventV2("vigil://h/a", { ...STOP_DATA, chains, checkpoints: { written: 1 } });
+  expect(Object.keys(stop)).toEqual(ENVELOPE);
+  expect(stop.type).toBe("vigil.mcp.session.stop.v2");
+  expect(stop.id).toBe("evt_stop_s1");
+  const v1 = stopEvent("vigil://h/a", STOP_DATA);
+  const v1Keys = Object.keys(v1.data as object);
+  expect(Object.keys(stop.data as object)).toEqual([...v1Keys.slice(0, -2), "chains", "checkpoints", ...v1Keys.slice(-2)]);
+  // The exact bytes of what v2 adds (the chains' own members in order: count, head).
+  const text = JSON.stringify(stop.data);
+  const v1Text = JSON.stringify(v1.data);
+  const added = `,"chains":{"decisions.ndjson":{"count":2,"head":"${"a".repeat(64)}"},"receipts.ndjson":{"count":3,"head":"${"b".repeat(64)}"}},"checkpoints":{"written":1}`;
+  const at = v1Text.indexOf(',"assertion_basis"');
+  expect(text).toBe(v1Text.slice(0, at) + added + v1Text.slice(at));
+  const unsigned = stopEventV2("vigil://h/a", { ...STOP_DATA, chains: {}, checkpoints: null });
+  expect((unsigned.data as { chains: unknown; checkpoints: unknown }).chains).toEqual({});
+  expect((unsigned.data as { checkpoints: unknown }).checkpoints).toBeNull();
 });

@@ -18,14 +18,14 @@ test("taken steers up to the count, and prompt items that came in as steers, eac
 
 test("a run's receipt callback notifies the listeners with the new tags only", () => {
   const reports = new DeliveryReports(() => {});
-  const seen: string[][] = [];
-  reports.onReceived((tags) => seen.push(tags));
+  const seen: [string[], string][] = [];
+  reports.onReceived((tags, runId) => seen.push([tags, runId]));
   const taken = [{ text: "x", tag: "s1", steer: true as const }];
-  const received = reports.receiptsFor([], taken);
+  const received = reports.receiptsFor([], taken, "run_7");
   received(0);
   received(1);
   received(1);
-  expect(seen).toEqual([["s1"]]);
+  expect(seen).toEqual([[["s1"], "run_7"]]);
 });
 
 test("get_state shows the outage from its first frame until the model is available again", () => {

@@ -88,3 +88,15 @@ test("flagRefusal words one line per problem, prefixed with the command", () => 
   expect(line(["--name"])).toBe("serve: --name needs a value");
   expect(line(["--name", "a", "--name", "b"])).toBe("serve: --name given twice");
 });
+
+test("a repeatable value flag keeps every value in order; repeats of other value flags are still refused", () => {
+  const table = {
+    key: { type: "string", description: "repeatable", repeatable: true },
+    name: { type: "string", description: "once" },
+  } as const satisfies FlagTable;
+  const values = scanFlags(table, ["--key", "a", "--name=n", "--key=b", "--key", "c"], { positional: () => {}, refuse: (p) => new Refused(p) });
+  expect(values).toEqual({ key: ["a", "b", "c"], name: "n" });
+  const keys: string[] | undefined = values.key;
+  expect(keys).toHaveLength(3);
+  expect(() => scanFlags(table, ["--key"], { positional: () => {}, refuse: (p) => new Refused(p) })).toThrow("value_missing");
+});

@@ -49,3 +49,27 @@ test.each([
 ])("%p is refused (%p)", (args, fragment) => {
   expect(refusal(args)).toContain(fragment);
 });
+
+test("signing: --signing-key needs --capture-dir; checkpoint flags need a key and sane values", () => {
+  const cap = "--allow-all --event-source vigil://a/b --capture-dir c";
+  const o = parse(`${cap} --signing-key k.key -- srv`);
+  expect([o.signingKey, o.checkpointEvery, o.checkpointSeconds]).toEqual(["k.key", 1000, 60]);
+  const tuned = parse(`${cap} --signing-key k.key --checkpoint-every 1 --checkpoint-seconds 0.5 -- srv`);
+  expect([tuned.checkpointEvery, tuned.checkpointSeconds]).toEqual([1, 0.5]);
+  expect(parse("--allow-all -- srv").signingKey).toBeNull();
+  for (const [args, fragment] of [
+    ["--allow-all --signing-key k.key -- srv", "--signing-key needs --capture-dir"],
+    ["--allow-all --event-source vigil://a/b --decision-log d --signing-key k.key -- srv", "--signing-key needs --capture-dir"],
+    [`${cap} --checkpoint-every 5 -- srv`, "--checkpoint-every needs --signing-key"],
+    [`${cap} --checkpoint-seconds 5 -- srv`, "--checkpoint-seconds needs --signing-key"],
+    [`${cap} --signing-key k --checkpoint-every 0 -- srv`, "--checkpoint-every must be an integer from 1"],
+    [`${cap} --signing-key k --checkpoint-every 1.5 -- srv`, "--checkpoint-every must be an integer from 1"],
+    [`${cap} --signing-key k --checkpoint-seconds 0 -- srv`, "--checkpoint-seconds must be a number of seconds above 0"],
+    [`${cap} --signing-key k --checkpoint-seconds -1 -- srv`, "--checkpoint-seconds must be"],
+    [`${cap} --signing-key k --checkpoint-seconds 1e3 -- srv`, "--checkpoint-seconds must be"],
+    [`${cap} --signing-key k --checkpoint-seconds 86401 -- srv`, "--checkpoint-seconds must be"],
+  ] as const) {
+    expect(refusal(args)).toContain(fragment);
+  }
+});
+
