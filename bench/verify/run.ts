@@ -25,21 +25,25 @@
  * sizes and hashes, and capture.dsse.json over all of them. The harness refuses to measure unless
  * `verify` says `closed` with 10,000 verified decisions, and authenticated with the key.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { Chain, chainAnchor } from "../../src/evidence/chain.ts";
-import { CHECKPOINT_PAYLOAD_TYPE, IN_TOTO_PAYLOAD_TYPE, signEnvelope } from "../../src/evidence/dsse.ts";
+import { chainAnchor, withChain } from "../../src/evidence/chain.ts";
+import { ChainedLog } from "../../src/evidence/chained-log.ts";
+import { CHECKPOINT_EVERY_DEFAULT, CHECKPOINT_SECONDS_DEFAULT, Checkpointer } from "../../src/evidence/checkpoints.ts";
+import { type DecisionFields, DecisionRecorder } from "../../src/evidence/decision-recorder.ts";
+import { IN_TOTO_PAYLOAD_TYPE, signEnvelope } from "../../src/evidence/dsse.ts";
+import { EvidenceLog } from "../../src/evidence/evidence-log.ts";
 import { generateKeyPair, loadPublicKey, loadSigningKey } from "../../src/evidence/keys.ts";
 import { buildManifest } from "../../src/evidence/manifest.ts";
 import { writeRecordFile } from "../../src/evidence/record-file.ts";
 import { CAPTURE_FILES, contextEventId } from "../../src/evidence/format.ts";
-import { contextEvent, decisionEvent, stopEventV2 } from "../../src/evidence/records.ts";
+import { type StopDataV2, contextEvent, decisionEvent, stopEventV2 } from "../../src/evidence/records.ts";
 import { wrapSessionStatement } from "../../src/evidence/session-statement.ts";
-import { CHECKPOINT_TYPE } from "../../src/evidence/statement.ts";
 import { scanStrictJson } from "../../src/shared/strict-json-scanner.ts";
 import { decodeUtf8Strict, validateStrictJson } from "../../src/shared/strict-json.ts";
-import { sha256Hex } from "../../src/shared/digest.ts";
+import { sha256File } from "../../src/shared/digest.ts";
+import type { Scheduler, TimerHandle } from "../../src/shared/time.ts";
 import { BOUNDS } from "../../src/verify/capture-input.ts";
 import { loadCapture } from "../../src/verify/load-capture.ts";
 import { COLLECT_EVERY_LINES } from "../../src/verify/check-log.ts";
@@ -57,8 +61,8 @@ const MiB = 1024 * 1024;
 const RUN_TIMEOUT_MS = 60_000;
 
 const DECISIONS = 10_000;
-/** A signed checkpoint after every this many records (wrap's default). */
-const CHECKPOINT_EVERY = 1000;
+/** A signed checkpoint after every this many records: wrap's default. */
+const CHECKPOINT_EVERY = CHECKPOINT_EVERY_DEFAULT;
 /** The key pair lives next to the capture, never in it: `<tmp>/bench.key`, `<tmp>/bench.pub`. */
 const pubOf = (dir: string) => join(dir, "..", "bench.pub");
 /** The decision log is built to end this many bytes under the 8 MiB bound. */
@@ -96,81 +100,93 @@ function parseArgs(argv: string[]): Config {
 
 interface BenchCapture {
   dir: string;
+  /** Every file of the capture (what sha256sum reads). */
   files: string[];
   totalBytes: number;
   decisionBytes: number;
+  checkpoints: number;
 }
 
+/** A scheduler whose timers never fire: the checkpoints come from the record count alone, as in a wrap session shorter than 60 s. */
+const noTimers: Scheduler = {
+  now: () => Date.now(),
+  setTimeout: () => ({}) as TimerHandle,
+  clearTimeout: () => {},
+};
+
+/**
+ * The capture wrap writes with --capture-dir --signing-key (receipts aside) for 10,000 decisions,
+ * written through the producer's own code in wrap's order (wrap.md §12): the decision log through
+ * DecisionRecorder → ChainedLog (vigilseq/vigilprev from the session's anchor) with a Checkpointer
+ * at the default cadence (a signed line every 1,000 records), the context record, the v2 stop
+ * record naming the chain's head and the checkpoints, the v2 manifest (listing checkpoints.ndjson),
+ * then capture.dsse.json: the wrap statement over every other file, signed (DSSE, Ed25519).
+ */
 function buildCapture(dir: string): BenchCapture {
   const source = "vigil://bench/verify";
   const sessionId = "b".repeat(32);
   const serverId = "bench-server";
   const policyDigest = `sha256:${"c".repeat(64)}`;
   const argsSha = "d".repeat(64);
-  const time = Date.parse("2026-01-01T00:00:00.000Z");
-  const event = (seq: number, reason: string) => {
-    const e = decisionEvent(source, {
-      session_id: sessionId,
-      seq,
-      server_id: serverId,
-      request_id: seq + 2,
-      tool: seq % 5 === 4 ? "exec" : "read_file",
-      decision: seq % 5 === 4 ? "deny" : "allow",
-      reason_code: seq % 5 === 4 ? "E_TOOL_DENIED" : "P_ALLOW",
-      reason,
-      matched_rule: seq % 5 === 4 ? "tools.deny[0]" : "tools.allow[0]",
-      policy_digest: policyDigest,
-      arguments_sha256: argsSha,
-      dry_run: false,
-    });
-    e.time = new Date(time + seq).toISOString();
-    return e;
-  };
-  // Size every line without padding (a vigilprev is always 64 hex digits, so a stand-in chain
-  // sizes it exactly), then spread the padding so the log lands HEADROOM under the bound.
-  const sizing = Chain.start("0".repeat(64));
+  const binarySha256 = "f".repeat(64);
+  const fields = (seq: number, reason: string): DecisionFields => ({
+    request_id: seq + 2,
+    tool: seq % 5 === 4 ? "exec" : "read_file",
+    decision: seq % 5 === 4 ? "deny" : "allow",
+    reason_code: seq % 5 === 4 ? "E_TOOL_DENIED" : "P_ALLOW",
+    reason,
+    matched_rule: seq % 5 === 4 ? "tools.deny[0]" : "tools.allow[0]",
+    arguments_sha256: argsSha,
+  });
+  const anchor = chainAnchor(source, sessionId, CAPTURE_FILES.decisions);
+  // Size every chained line without padding (vigilprev is always 64 hex digits, the time always 24
+  // characters), then spread the padding so the log lands HEADROOM under the bound.
   const base = Array.from({ length: DECISIONS }, (_, seq) => {
-    const line = sizing.line(event(seq, ""));
-    sizing.advance(line);
-    return Buffer.byteLength(line) + 1;
+    const event = decisionEvent(source, { session_id: sessionId, seq, server_id: serverId, ...fields(seq, ""), policy_digest: policyDigest, dry_run: false });
+    return Buffer.byteLength(`${JSON.stringify(withChain(event, seq, anchor))}\n`);
   });
   const budget = BOUNDS.decisionBytes - HEADROOM - base.reduce((a, b) => a + b, 0);
   if (budget < 0) throw new Error("decision lines are larger than the bound allows");
   const each = Math.floor(budget / DECISIONS);
   let extra = budget - each * DECISIONS;
-  const key = generateKeyPair(join(dir, "..", "bench"));
-  const signer = loadSigningKey(key.keyPath);
-  const chain = Chain.start(chainAnchor(source, sessionId, CAPTURE_FILES.decisions));
-  const parts: string[] = [];
-  const checkpoints: string[] = [];
+
+  const keys = generateKeyPair(join(dir, "..", "bench"));
+  if (keys.pubPath !== pubOf(dir)) throw new Error(`key pair at ${keys.pubPath}, expected ${pubOf(dir)}`);
+  const signer = loadSigningKey(keys.keyPath);
+  const log = EvidenceLog.createNew(join(dir, CAPTURE_FILES.decisions));
+  const checkpointer = new Checkpointer({
+    file: EvidenceLog.createNew(join(dir, CAPTURE_FILES.checkpoints)),
+    signer,
+    eventSource: source,
+    sessionId,
+    every: CHECKPOINT_EVERY,
+    seconds: CHECKPOINT_SECONDS_DEFAULT,
+    scheduler: noTimers,
+    onFailure: (message) => {
+      throw new Error(message);
+    },
+  });
+  const chain = new ChainedLog(log, CAPTURE_FILES.decisions, { count: 0, head: anchor }, () => checkpointer.noteWritten());
+  checkpointer.add(chain);
+  const recorder = new DecisionRecorder(chain, source, policyDigest, false);
   for (let seq = 0; seq < DECISIONS; seq++) {
     const pad = each + (extra-- > 0 ? 1 : 0);
-    const line = chain.line(event(seq, `allowed by policy ${"r".repeat(Math.max(0, pad - 18))}`.slice(0, pad)));
-    chain.advance(line);
-    parts.push(`${line}\n`);
-    if ((seq + 1) % CHECKPOINT_EVERY === 0) {
-      const payload = {
-        _type: CHECKPOINT_TYPE,
-        event_source: source,
-        session_id: sessionId,
-        checkpoint: checkpoints.length,
-        time: new Date(time + seq).toISOString(),
-        logs: { [CAPTURE_FILES.decisions]: chain.state },
-      };
-      checkpoints.push(`${JSON.stringify(signEnvelope(CHECKPOINT_PAYLOAD_TYPE, Buffer.from(JSON.stringify(payload)), signer))}\n`);
+    if (!recorder.record(sessionId, serverId, fields(seq, `allowed by policy ${"r".repeat(Math.max(0, pad - 18))}`.slice(0, pad)))) {
+      throw new Error(`decision ${seq} not written: ${log.failure}`);
     }
   }
-  const log = Buffer.from(parts.join(""));
-  if (log.length > BOUNDS.decisionBytes) throw new Error(`decision log ${log.length} B is over the bound`);
-  writeFileSync(join(dir, CAPTURE_FILES.decisions), log, { mode: 0o600 });
-  writeFileSync(join(dir, CAPTURE_FILES.checkpoints), checkpoints.join(""), { mode: 0o600 });
+  // finish()'s order: the logs, then the checkpoints (no final one: the stop record covers the rest).
+  log.close();
+  checkpointer.close();
+  if (log.bytesWritten > BOUNDS.decisionBytes) throw new Error(`decision log ${log.bytesWritten} B is over the bound`);
 
+  const started = new Date(Date.now() - 60_000).toISOString();
   const context = contextEvent(source, {
     session_id: sessionId,
     server_id: serverId,
     server_pid: 4242,
     event_source: source,
-    started_at: new Date(time).toISOString(),
+    started_at: started,
     vigil_version: "0.1.0",
     command_sha256: "e".repeat(64),
     policy_digest: policyDigest,
@@ -181,22 +197,22 @@ function buildCapture(dir: string): BenchCapture {
     outputs: { decision_log: "new", receipts: false, session_stop: true },
   });
   writeRecordFile(join(dir, CAPTURE_FILES.context), context);
-  const stopData = {
+  const stopData: StopDataV2 = {
     session_id: sessionId,
     server_id: serverId,
     server_pid: 4242,
     session_context_id: contextEventId(sessionId),
-    session_end: "client_closed" as const,
-    status: { termination: "exited" as const, exit_code: 0, signal: null, core_dumped: null },
+    session_end: "client_closed",
+    status: { termination: "exited", exit_code: 0, signal: null, core_dumped: null },
     kill_requested: false,
-    decision_log: "complete" as const,
-    decision_events_written: DECISIONS,
-    decision_events_dropped: 0,
-    decision_prefix_sha256: sha256Hex(log),
+    decision_log: "complete",
+    decision_events_written: log.written,
+    decision_events_dropped: log.dropped,
+    decision_prefix_sha256: log.prefixSha256(),
     receipts: null,
     counts: { client_messages: DECISIONS + 2, server_messages: DECISIONS + 1, rejected_frames: 0, server_garbage_lines: 0, oversized: 0 },
-    chains: { [CAPTURE_FILES.decisions]: chain.state },
-    checkpoints: { written: checkpoints.length },
+    chains: { [CAPTURE_FILES.decisions]: chain.head() },
+    checkpoints: { written: checkpointer.written },
   };
   writeRecordFile(join(dir, CAPTURE_FILES.stop), stopEventV2(source, stopData));
   const manifest = buildManifest({
@@ -205,17 +221,27 @@ function buildCapture(dir: string): BenchCapture {
     serverId,
     sessionId,
     vigilVersion: "0.1.0",
-    binarySha256: "f".repeat(64),
+    binarySha256,
     commandSha256: "e".repeat(64),
     policy: { digest: policyDigest, sha256_of_file: "a".repeat(64) },
   });
   writeRecordFile(join(dir, CAPTURE_FILES.manifest), manifest);
+  // Last, as wrap's capture-envelope.ts: the statement over every other file of the capture that exists.
   const subjects: Record<string, string> = {};
-  for (const name of readdirSync(dir)) subjects[name] = sha256Hex(readFileSync(join(dir, name)));
-  const statement = wrapSessionStatement(subjects, { eventSource: source, policyDigest, version: "0.1.0", binarySha256: "f".repeat(64), stop: stopData });
+  for (const name of Object.values(CAPTURE_FILES)) {
+    if (name !== CAPTURE_FILES.envelope && existsSync(join(dir, name))) subjects[name] = sha256File(join(dir, name)).sha256;
+  }
+  const statement = wrapSessionStatement(subjects, { eventSource: source, policyDigest, version: "0.1.0", binarySha256, stop: stopData });
   writeRecordFile(join(dir, CAPTURE_FILES.envelope), signEnvelope(IN_TOTO_PAYLOAD_TYPE, Buffer.from(JSON.stringify(statement)), signer));
-  const files = readdirSync(dir).sort().map((n) => join(dir, n));
-  return { dir, files, totalBytes: files.reduce((a, f) => a + statSync(f).size, 0), decisionBytes: log.length };
+
+  const files = [...Object.keys(subjects), CAPTURE_FILES.envelope].map((n) => join(dir, n));
+  return {
+    dir,
+    files,
+    totalBytes: files.reduce((a, f) => a + statSync(f).size, 0),
+    decisionBytes: log.bytesWritten,
+    checkpoints: checkpointer.written,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -526,7 +552,7 @@ function render(r: Results): { section: string; met: boolean } {
   L.push("");
   L.push(
     `Capture (vigil.capture.v2, signed): ${DECISIONS.toLocaleString("en")} chained decisions, decisions.ndjson ${r.cap.decisionBytes.toLocaleString("en")} B (${fmt(r.cap.decisionBytes / MiB, 3)} MiB, bound 8 MiB), ` +
-      `with session-context, session-stop (v2), ${DECISIONS / CHECKPOINT_EVERY} signed checkpoints, capture.json and capture.dsse.json: ${r.cap.totalBytes.toLocaleString("en")} B in all; receipts omitted; generated with src/evidence's builders; verify says \`closed\`, 10,000 verified, and authenticated with \`--public-key\`.`,
+      `with session-context, session-stop (v2), ${r.cap.checkpoints} signed checkpoints (one per ${CHECKPOINT_EVERY.toLocaleString("en")} records), capture.json and capture.dsse.json: ${r.cap.totalBytes.toLocaleString("en")} B in all; receipts omitted; written through the producer's own code (DecisionRecorder → ChainedLog → Checkpointer, stopEventV2, buildManifest, the wrap statement + signEnvelope); verify says \`closed\`, 10,000 verified, and authenticated with \`--public-key\`.`,
   );
   L.push("");
   L.push("**Wall time per command (ms)**");
@@ -581,6 +607,8 @@ function render(r: Results): { section: string; met: boolean } {
   return { section: L.join("\n"), met: timeMet && memAddedMet && keyMet };
 }
 
+const signedMs = (x: number) => `${x < 0 ? "−" : "+"}${fmt(Math.abs(x))}`;
+
 function analysis(
   r: Results,
   m: { mv: number; mst: number; ms: number; floor: number; ratio: number; rssV: number; rssStart: number; capMiB: number; timeMet: boolean; memAbsMet: boolean; memAddedMet: boolean },
@@ -596,8 +624,12 @@ function analysis(
   L.push(
     `- Inside the checks: parseRecord on each line's bytes ${fmt(p("parse").cold)} ms cold for 10,000 lines (measured separately: the strict UTF-8 decode of each line ${fmt(p("decode").cold)} ms, the strict-JSON fast path ${fmt(p("strict").cold)} ms, of which JSON.parse ${fmt(p("jsonParse").cold)} ms), the shape check ${fmt(p("shape").cold)} ms, the ${COLLECTIONS} forced collections ${fmt(p("collect").cold)} ms in all, the split ${fmt(p("split").cold)} ms. The precise scanner (${fmt(p("scanner").cold)} ms for 10,000 lines) runs only for lines the fast path refuses, so a hostile log of refused lines costs about that much more.`,
   );
+  const mk = median(r.t.verifyKey);
+  L.push(
+    `- With \`--public-key\`: ${fmt(mk)} ms, ${signedMs(mk - m.mv)} ms over verify without a key (${fmt(mk / m.mv, 2)} ×). In process, verifyCapture with the trusted key costs ${fmt(p("verifyKey").cold)} ms cold against ${fmt(p("verify").cold)} ms without (${signedMs(p("verifyKey").cold - p("verify").cold)} ms: the envelope's Ed25519 signature, the statement's subjects against the digests loadCapture already took, the predicate, and ${r.cap.checkpoints} signed checkpoints). The chain itself is checked with or without a key: recomputeChain (a SHA-256 of each line) ${fmt(p("chain").cold)} ms cold — what a v2 capture costs verify over a v1 one.`,
+  );
   if (!m.timeMet) {
-    const ranked = (["load", "parse", "shape", "collect", "split"] as PhaseId[]).map((id) => p(id)).sort((a, b) => b.cold - a.cold);
+    const ranked = (["load", "parse", "shape", "chain", "collect", "split"] as PhaseId[]).map((id) => p(id)).sort((a, b) => b.cold - a.cold);
     L.push(`- Time target missed. Largest phases, cold: ${ranked.slice(0, 3).map((x) => `${x.label.trim()} ${fmt(x.cold)} ms`).join("; ")}.`);
   }
   if (!m.memAbsMet) {
@@ -605,9 +637,8 @@ function analysis(
       `- Absolute peak RSS (${fmt(m.rssV)} MiB) cannot meet 4 × ${fmt(m.capMiB, 1)} MiB on this runtime: the compiled binary alone peaks at ${fmt(m.rssStart)} MiB for \`--version\`. The meaningful figure is what verify adds above that: ${fmt(m.rssV - m.rssStart)} MiB (${fmt((m.rssV - m.rssStart) / m.capMiB, 2)} × the capture, ${m.memAddedMet ? "under" : "at or over"} 4 ×).`,
     );
   }
-  const signed = (x: number) => `${x < 0 ? "−" : "+"}${fmt(Math.abs(x))}`;
   L.push(
-    `- ${m.memAddedMet ? "Where" : "Memory above the start-up baseline is over 4 ×. Where"} the memory goes (the stage table, from source): loadCapture ${signed(mem("load") - mem("base"))} MiB for ${fmt(m.capMiB, 1)} MiB of capture, the split ${signed(mem("split") - mem("load"))} MiB, decoding and parsing every line with the forced collections ${signed(mem("parse") - mem("split"))} MiB (${signed(mem("parseNoCollect") - mem("split"))} MiB without them); all of verify ${signed(mem("verify") - mem("base"))} MiB over modules loaded.`,
+    `- ${m.memAddedMet ? "Where" : "Memory above the start-up baseline is over 4 ×. Where"} the memory goes (the stage table, from source): loadCapture ${signedMs(mem("load") - mem("base"))} MiB for ${fmt(m.capMiB, 1)} MiB of capture, the split ${signedMs(mem("split") - mem("load"))} MiB, decoding and parsing every line with the forced collections ${signedMs(mem("parse") - mem("split"))} MiB (${signedMs(mem("parseNoCollect") - mem("split"))} MiB without them); all of verify ${signedMs(mem("verify") - mem("base"))} MiB over modules loaded.`,
   );
   return L;
 }

@@ -2,9 +2,9 @@
  * The hash chain of one log (src/evidence/chain.ts), recomputed by the verifier from the log's
  * complete lines. Pure. Shared by capture and serve-session verification.
  *
- * The heads passed on the way are kept (one 64-character string per line, O(lines)), so that
- * checkpoints, stop records and statements — which name a head at a count — are checked against
- * the same single pass: every line is hashed exactly once.
+ * Checkpoints, stop records and statements name a head at a count; each is answered from the
+ * same single pass (every line is hashed exactly once) and from the lines' own `vigilprev`
+ * strings, so memory stays one small link per line.
  */
 import { type ChainBreak, type ChainHead, checkChain } from "../evidence/chain.ts";
 import { type Finding, unknownFinding } from "./findings.ts";
@@ -32,14 +32,18 @@ export function linkOf(raw: Uint8Array, parsed: unknown): ChainLink {
 }
 
 export function recomputeChain(links: readonly ChainLink[], anchor: string): RecomputedChain {
-  const heads: string[] = [anchor];
-  const r = checkChain(links, anchor, (count, head) => {
-    heads[count] = head;
-  });
+  const r = checkChain(links, anchor);
+  const linked = r.head.count;
   return {
     head: r.head,
     break: r.break,
-    headAt: (count) => (Number.isSafeInteger(count) && count >= 0 && count < heads.length ? heads[count]! : null),
+    // The head after `count` records is what the next record's vigilprev says — checked equal to
+    // it for every line that links — so no second copy of the heads is kept.
+    headAt: (count) => {
+      if (!Number.isSafeInteger(count) || count < 0 || count > linked) return null;
+      if (count === 0) return anchor;
+      return count === linked ? r.head.head : (links[count]!.value!.vigilprev as string);
+    },
   };
 }
 

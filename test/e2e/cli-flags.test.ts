@@ -48,7 +48,7 @@ async function expectHelp(args: string[], usage: string): Promise<void> {
 
 const PIN_HINT = "vigil: hint: usage: vigil policy pin -- CMD [ARGS…]";
 const KEYGEN_HINT = "vigil: hint: usage: vigil keygen --out PREFIX";
-const VERIFY_HINT = "vigil: hint: usage: vigil verify CAPTURE_DIR [--json] [--require-receipts]";
+const VERIFY_HINT = "vigil: hint: usage: vigil verify DIR [--json] [--require-receipts] [--public-key FILE]... [--trusted-keys DIR]";
 
 /** One entry per subcommand of the registry (src/commands/index.ts). */
 const SUBCOMMANDS: Record<keyof typeof commands, () => Promise<void>> = {
@@ -77,7 +77,10 @@ const SUBCOMMANDS: Record<keyof typeof commands, () => Promise<void>> = {
       [["verify", "--jsn", dir], 64, ["vigil: verify: unknown flag --jsn (did you mean --json?)", VERIFY_HINT]],
       [["verify", "-j", dir], 64, ["vigil: verify: unknown flag -j (did you mean --json?)", VERIFY_HINT]],
       [["verify", "--json", "--no-json", dir], 64, ["vigil: verify: --json and --no-json given together", VERIFY_HINT]],
-      [["verify", dir, dir], 64, ["vigil: verify: one CAPTURE_DIR only", VERIFY_HINT]],
+      [["verify", dir, dir], 64, ["vigil: verify: one DIR only", VERIFY_HINT]],
+      [["verify", dir, "--public-key"], 64, ["vigil: verify: --public-key needs a value", VERIFY_HINT]],
+      [["verify", dir, "--trusted-keys", "a", "--trusted-keys=b"], 64, ["vigil: verify: --trusted-keys given twice", VERIFY_HINT]],
+      [["verify", dir, "--public-keys", "a.pub"], 64, ["vigil: verify: unknown flag --public-keys (did you mean --public-key?)", VERIFY_HINT]],
     ]);
     expect((await runVigil(["verify", "--no-json", dir])).code).toBe(0);
     await expectHelp(["verify", "-h"], "vigil verify [OPTIONS] [DIR]");

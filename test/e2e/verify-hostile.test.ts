@@ -123,12 +123,12 @@ describe("hostile but well-formed inputs stay within bounds", () => {
 });
 
 describe("the human report cannot be forged by the capture's own contents", () => {
-  /** Every line after the verdict is the session line, a finding (✗/!), or the note. */
+  /** Every line after the verdict is the session line, the authentication line, a finding (✗/!), or the note. */
   function expectWellFormedText(stdout: string, reasons: number) {
     const lines = stdout.trimEnd().split("\n");
     expect(["closed", "incomplete", "unknown"]).toContain(lines[0]!);
     const rest = lines.slice(1);
-    for (const line of rest) expect(line).toMatch(/^( {2}session |[✗!] |note: )/);
+    for (const line of rest) expect(line).toMatch(/^( {2}session | {2}not authenticated\b| {2}signed by |[✗!] |note: )/);
     expect(rest.filter((l) => /^[✗!] /.test(l))).toHaveLength(reasons);
     // No terminal control sequences either.
     // biome-ignore lint/suspicious/noControlCharactersInRegex: that is the point

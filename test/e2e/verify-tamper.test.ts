@@ -420,9 +420,17 @@ describe("the manifest and the closure", () => {
   test("an unknown manifest format → manifest_format_unsupported", () => {
     const { dir } = copyOf();
     tamperManifest(dir, (m) => {
-      m.format = "vigil.capture.v2";
+      m.format = "vigil.capture.v3";
     });
     expectExactly(dir, "unknown", ["manifest_format_unsupported"]);
+  });
+
+  test("a v1 capture whose manifest claims v2 → record_invalid (its stop record is not v2)", () => {
+    const { dir } = copyOf();
+    tamperManifest(dir, (m) => {
+      m.format = "vigil.capture.v2";
+    });
+    expectExactly(dir, "unknown", ["record_invalid"]);
   });
 
   test("a stray file in the capture dir → manifest_file_unlisted", () => {
