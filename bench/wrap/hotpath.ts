@@ -8,8 +8,9 @@
  * A third table prices the hash chain and the signed checkpoints (issue 14) per record: the
  * decision recorder over a plain sink (the release before chains) against the same over a
  * ChainedLog, their parts, and a Checkpointer at the default cadence (every 1,000 records) with a
- * real Ed25519 key, amortized per record and per checkpoint. These logs are real files in the temp
- * dir (so the checkpoints' fdatasyncs hit the disk that holds it).
+ * real Ed25519 key, amortized per record and per checkpoint, and whole round trips of a capture
+ * session with and without the key, each timed alone (p50/p99/mean). These logs are real files in
+ * the temp dir (so the checkpoints' fdatasyncs hit the disk that holds it).
  *
  *   bun bench/wrap/hotpath.ts [--markdown]      (--markdown: also print the tables as Markdown)
  */
@@ -131,6 +132,48 @@ const FIELDS: DecisionFields = {
   matched_rule: null,
   arguments_sha256: "a".repeat(64),
 };
+
+/**
+ * Round trips of the same capture session with and without a signing key, each timed alone, in
+ * alternating blocks (so drift hits both): the p50 is the hot path's cost with the checkpoints out
+ * of the way, the p99 and the mean show where they land (one per 1,000 records, i.e. per 500 round
+ * trips: each writes a decision and a receipt).
+ */
+async function signedRoundTrips(dir: string, signer: Signer, text: string): Promise<[string, number, number, number][]> {
+  const BLOCKS = 10;
+  const PER_BLOCK = 5000;
+  const kinds = ["allow-all+capture", "allow-all+capture+signed"] as const;
+  const hs = await Promise.all(kinds.map((k) => harness(dir, k, signer)));
+  const samples = kinds.map(() => [] as number[]);
+  let id = 1;
+  for (let b = 0; b <= BLOCKS; b++) {
+    for (let k = 0; k < kinds.length; k++) {
+      const h = hs[(k + b) % kinds.length]!;
+      const out = samples[(k + b) % kinds.length]!;
+      for (let i = 0; i < PER_BLOCK; i++) {
+        const n = id++;
+        const request = [oneFrame(enc.encode(echoRequest(n, text)))];
+        const response = [oneFrame(enc.encode(echoResponse(n, text)))];
+        const t0 = performance.now();
+        await relayClientFrames(h.state, request);
+        await relayServerFrames(h.state, response);
+        // The first block of each warms the code and is not kept.
+        if (b > 0) out.push((performance.now() - t0) * 1000);
+      }
+    }
+  }
+  for (const h of hs) h.close();
+  const stats = (xs: number[]) => {
+    const s = [...xs].sort((a, b) => a - b);
+    return { p50: s[s.length >> 1]!, p99: s[Math.floor(s.length * 0.99)]!, mean: xs.reduce((a, b) => a + b, 0) / xs.length };
+  };
+  const [u, sg] = samples.map(stats) as [ReturnType<typeof stats>, ReturnType<typeof stats>];
+  return [
+    ["allow-all+capture (chains, no key)", u.p50, u.p99, u.mean],
+    ["allow-all+capture+signed (checkpoints every 1,000 records, Ed25519)", sg.p50, sg.p99, sg.mean],
+    ["added by the key (signed − unsigned)", sg.p50 - u.p50, sg.p99 - u.p99, sg.mean - u.mean],
+  ];
+}
 
 /**
  * What the hash chain and the signed checkpoints cost per decision record (issue 14), against the
@@ -297,6 +340,7 @@ async function main(): Promise<void> {
     }
 
     const chainCost = await chainRows(dir, signer);
+    const signedTrips = await signedRoundTrips(dir, signer, texts.small);
 
     // 8 MiB results.
     const big = new Uint8Array(8 * MiB + 100);
@@ -354,6 +398,9 @@ async function main(): Promise<void> {
       ...chainCost.perRecord.map(([name, us]) => `  ${name.padEnd(w0)}  ${us.toFixed(2).padStart(8)}`),
       "One signed checkpoint (µs; median of 15, each after 1,000 new records across two logs)",
       ...chainCost.perCheckpoint.map(([name, us]) => `  ${name.padEnd(w0)}  ${us.toFixed(1).padStart(8)}`),
+      "",
+      "Round trips (~110 B) of a capture session with and without a key, each timed alone, 10 alternating blocks of 5,000 (µs): p50, p99, mean",
+      ...signedTrips.map(([name, p50, p99, mean]) => `  ${name.padEnd(w0)}  ${p50.toFixed(2).padStart(8)}  ${p99.toFixed(2).padStart(8)}  ${mean.toFixed(2).padStart(8)}`),
     ];
     process.stdout.write(`${lines.join("\n")}\n`);
     if (process.argv.includes("--markdown")) {
@@ -376,6 +423,10 @@ async function main(): Promise<void> {
         "| one signed checkpoint (median of 15, each after 1,000 new records across two logs) | µs |",
         "| --- | ---: |",
         ...chainCost.perCheckpoint.map(([name, us]) => `| ${name.replace(/^ +/, (m) => "&nbsp;".repeat(m.length * 2))} | ${us.toFixed(1)} |`),
+        "",
+        "| round trip (~110 B), each timed alone, 10 alternating blocks of 5,000 | p50 | p99 | mean |",
+        "| --- | ---: | ---: | ---: |",
+        ...signedTrips.map(([name, p50, p99, mean]) => `| ${name} | ${p50.toFixed(2)} | ${p99.toFixed(2)} | ${mean.toFixed(2)} |`),
         "",
       ].join("\n");
       process.stdout.write(md);

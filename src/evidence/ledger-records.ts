@@ -5,6 +5,9 @@
  * (`vigilseq`, `vigilprev`) and writes it in the same commit as the pending-log change. The id is
  * `evt_ledger_<session>_<vigilseq>`, so the builder is given the record's place in the chain.
  *
+ * A ledger opened for the first time over a pending queue that already holds entries records each
+ * of them first (received with delivery_mode "restored", or its gap), so what follows is accounted.
+ *
  * Accounting: a queued entry (received, or gap with a seq) is pending until a delivered record
  * names its seq in `seqs`, or a dropped record names it; a record with seq null (an acknowledged
  * notify event, or a gap that was not queued) is accounted at receipt.
@@ -20,7 +23,12 @@ import {
   ledgerEventId,
 } from "./format.ts";
 
-export type LedgerDeliveryMode = "poll" | "push" | "webhook";
+/**
+ * How the event reached the session; "restored": queued before the ledger was kept (by an older
+ * vigil, or before `evidence` was configured) and recorded when the ledger was first opened, its
+ * delivery mode unknown.
+ */
+export type LedgerDeliveryMode = "poll" | "push" | "webhook" | "restored";
 export type LedgerAction = "follow_up" | "steer" | "notify";
 
 export interface ReceivedData {

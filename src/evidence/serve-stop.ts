@@ -8,12 +8,21 @@
  *   {"session_id":<session name>,"event_source","policy_digest":str|null,
  *    "producer":{"name":"vigil","version"},"stop":<n>,"reason":"shutdown"|"reaped"|"closed",
  *    "logs":{"<log file>":{"count","head"},…},"checkpoints":{"written":<lines of checkpoints.ndjson>},
- *    "events":{"pending":[<pending seqs, ascending>]}}
+ *    "events":{"pending":[<the lowest MAX_STOP_PENDING_LISTED pending seqs, ascending>],
+ *              "pending_count":<all of them>,"pending_sha256":<pendingDigest of all of them>}}
+ *
+ * The pending seqs are those of the ledger after the lines the stop counts. The list is bounded
+ * (a queue may hold far more entries than a stop envelope has room for: the verifier reads one of
+ * at most 256 KiB); the count and the digest still pin the whole set.
  *
  * A serve session is never finished: every stop writes a new file, n = 1, 2, … Pure builders.
  */
+import { sha256Hex } from "../shared/digest.ts";
 import type { ChainHead } from "./chain.ts";
 import { SERVE_STOP_PREDICATE, type Statement, type Subject, statement } from "./statement.ts";
+
+/** A stop statement lists at most this many pending seqs (the lowest); `pending_count` and `pending_sha256` cover all. */
+export const MAX_STOP_PENDING_LISTED = 1000;
 
 export const SERVE_STOP_REASONS = ["shutdown", "reaped", "closed"] as const;
 /** Why the session stopped: the process shut down, the idle reaper closed it, or it was closed on its own (a contained failure). */
@@ -31,7 +40,7 @@ export interface ServeStopInput {
   logs: Readonly<Record<string, ChainHead>>;
   /** Complete lines of checkpoints.ndjson at the stop (every run's, not only this one's). */
   checkpointsWritten: number;
-  /** The event ledger's entries still pending (none without a ledger). */
+  /** The event ledger's entries still pending, any order (none without a ledger). */
   pending: readonly number[];
   /** The files covered, with their SHA-256. */
   subjects: readonly Subject[];
@@ -49,8 +58,19 @@ export function serveStopPredicate(x: ServeStopInput): Record<string, unknown> {
     reason: x.reason,
     logs,
     checkpoints: { written: x.checkpointsWritten },
-    events: { pending: [...x.pending].sort((a, b) => a - b) },
+    events: pendingClaim(x.pending),
   };
+}
+
+/** The predicate's `events`: the lowest pending seqs listed, all of them counted and digested. */
+export function pendingClaim(seqs: readonly number[]): { pending: number[]; pending_count: number; pending_sha256: string } {
+  const sorted = [...seqs].sort((a, b) => a - b);
+  return { pending: sorted.slice(0, MAX_STOP_PENDING_LISTED), pending_count: sorted.length, pending_sha256: pendingDigest(sorted) };
+}
+
+/** Hex SHA-256 of the ascending seqs as a JSON array (`[3,4,9]`, which is also its RFC 8785 form). */
+export function pendingDigest(ascending: readonly number[]): string {
+  return sha256Hex(JSON.stringify(ascending));
 }
 
 export function serveStopStatement(x: ServeStopInput): Statement {

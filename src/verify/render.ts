@@ -24,7 +24,13 @@ export function renderText(r: VerifyReport): string {
   if (r.session_id !== null) {
     const server = r.server ? `server exit_code ${r.server.exit_code ?? "null"}, signal ${r.server.signal ?? "null"}` : "server status not recorded";
     const d = r.decisions;
-    const decisions = d.written === null ? "no decision log" : `decisions ${d.written} written, ${d.dropped} dropped, ${d.verified} verified`;
+    // No stop record (a session that died): nothing says what was written, only what verified.
+    const decisions =
+      d.written !== null
+        ? `decisions ${d.written} written, ${d.dropped} dropped, ${d.verified} verified`
+        : r.server === null && d.verified > 0
+          ? `no stop record; decisions ${d.verified} verified`
+          : "no decision log";
     lines.push(`  session ${printable(r.session_id)}: ${server}; ${decisions}`);
   }
   lines.push(`  ${authenticationLine(r)}`);

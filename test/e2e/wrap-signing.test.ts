@@ -53,10 +53,11 @@ function scratch(): TmpDir {
 }
 
 /** What a chain is, recomputed: the documented anchor, then SHA-256 of each complete line with its newline. */
-function readChain(dir: string, name: string, sid: string): { records: any[]; heads: string[] } {
+/** `role`: the log's capture file name, which names its chain wherever the file is written. */
+function readChain(dir: string, name: string, sid: string, role = name): { records: any[]; heads: string[] } {
   const { lines, tail } = ndjsonLines(readFileSync(join(dir, name)));
   expect(tail.length).toBe(0);
-  let head = sha256Hex(`vigil.chain.v1\n${EVENT_SOURCE}\n${sid}\n${name}`);
+  let head = sha256Hex(`vigil.chain.v1\n${EVENT_SOURCE}\n${sid}\n${role}`);
   const heads = [head];
   const records = lines.map((line, i) => {
     const record = JSON.parse(line.toString("utf8"));
@@ -326,7 +327,7 @@ describe("unsigned capture", () => {
     expect(Object.keys(manifest.files)).not.toContain(CHECKPOINTS);
   });
 
-  test("individual outputs: each log's chain is named by its file name", async () => {
+  test("individual outputs: each log's chain is named by its role (the capture file name), whatever the file is called", async () => {
     const tmp = scratch();
     const decisions = tmp.file("audit.log");
     const receipts = tmp.file("calls.ndjson");
@@ -341,11 +342,11 @@ describe("unsigned capture", () => {
     expect((await s.finish()).code).toBe(0);
     const stop = readJson(stopFile);
     const sid = stop.data.session_id;
-    const d = readChain(tmp.path, "audit.log", sid);
-    const r = readChain(tmp.path, "calls.ndjson", sid);
+    const d = readChain(tmp.path, "audit.log", sid, "decisions.ndjson");
+    const r = readChain(tmp.path, "calls.ndjson", sid, "receipts.ndjson");
     expect(stop.data.chains).toEqual({
-      "audit.log": { count: d.records.length, head: d.heads.at(-1) },
-      "calls.ndjson": { count: r.records.length, head: r.heads.at(-1) },
+      "decisions.ndjson": { count: d.records.length, head: d.heads.at(-1) },
+      "receipts.ndjson": { count: r.records.length, head: r.heads.at(-1) },
     });
     expect(d.records).toHaveLength(1);
   });

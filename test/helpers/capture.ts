@@ -16,6 +16,9 @@
  *
  *   bun scripts/build.ts --host && bun test/helpers/capture.ts --write-goldens
  *
+ * (v1, frozen: today's wrap writes v2, so regenerating them needs the binary of a v1 tree). The v2
+ * goldens, unsigned and signed, and a signed serve session are made by test/helpers/goldens-v2.ts.
+ *
  * Tampering helpers work on a copy (`copyCapture`). Most tampered variants should be caught by a
  * specific deeper check, not merely by the manifest's hash of the changed file: pass
  * `{ rehash: true }` so the manifest entry of the changed file is recomputed and matches again.
@@ -57,6 +60,8 @@ export interface MadeCapture extends Disposable {
 export interface MakeCaptureOptions {
   /** Bytes before the poisoned decision log "fills" (kind poisoned only). */
   poisonBytes?: number;
+  /** More `vigil wrap` flags, e.g. `--signing-key FILE --checkpoint-every 2` (goldens-v2.ts). */
+  flags?: string[];
 }
 
 /** Produces a real capture of the given kind in a fresh temp dir (see the header). */
@@ -65,7 +70,7 @@ export async function makeCapture(kind: CaptureKind, options: MakeCaptureOptions
     kind === "exit7" ? { FIXTURE_EXIT_AFTER: 4, FIXTURE_EXIT_CODE: 7 } : kind === "sigkill" ? { FIXTURE_SELF_KILL_AFTER: 4 } : {};
   const s = startWrap({
     policy: CAPTURE_POLICY,
-    flags: [],
+    flags: options.flags ?? [],
     fixture,
     ...(kind === "poisoned"
       ? { vigil: VIGIL_SOURCE, env: { ...process.env, [FAULT_ENV]: String(options.poisonBytes ?? DEFAULT_POISON_BYTES) } }
@@ -251,6 +256,9 @@ if (import.meta.main) {
   if (!existsSync(VIGIL_BIN)) throw new Error(`${VIGIL_BIN} is missing: bun scripts/build.ts --host`);
   for (const kind of CAPTURE_KINDS) {
     const made = await makeCapture(kind);
+    // The v1 goldens are frozen: a wrap that writes v2 must not overwrite them.
+    const format = JSON.parse(readFileSync(join(made.dir, CAPTURE.manifest), "utf8")).format;
+    if (format !== "vigil.capture.v1") throw new Error(`${kind}: this vigil writes ${format}; the v1 goldens need a v1 build (v2: test/helpers/goldens-v2.ts)`);
     const dest = goldenDir(kind);
     rmSync(dest, { recursive: true, force: true });
     mkdirSync(dest, { recursive: true });

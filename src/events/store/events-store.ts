@@ -104,6 +104,9 @@ export class EventsStore {
     this.commits = new GroupCommit(() => this.writePass(), () => this.changes);
     this.background = new BackgroundCommits(() => this.commits.request(), options.scheduler ?? realScheduler, dir);
     if (mustRewrite) this.backlog.forceRewrite();
+    // Ledger lines built on open (entries queued before the ledger existed) are written soon, not at the next arrival.
+    if ((ledger?.unconfirmedCount ?? 0) > 0) this.changes = 1;
+    if (this.changes > 0) this.background.schedule();
   }
 
   /**

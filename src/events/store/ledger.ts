@@ -14,33 +14,33 @@
  * - A rewrite of the pending log carries every line not yet confirmed in events.ndjson; confirmed
  *   lines are dead records it drops.
  * - On open, a torn tail of events.ndjson is cut, its last line gives the count and head, and the
- *   embedded lines it lacks are appended before anything else. An embedded line that contradicts
- *   the file (its last line differs, or lines are missing in between) is refused, naming the file.
+ *   embedded lines it lacks are appended before anything else (ledger-tail.ts). An embedded line
+ *   that contradicts the file (its last line differs, or lines are missing in between) is refused,
+ *   naming the file.
+ * - A ledger with no record yet whose store already holds live entries (queued by an older vigil,
+ *   or before `evidence` was configured) gets one record per entry first — received with
+ *   delivery_mode "restored", or a gap — built like any other line (so written ahead through the
+ *   pending log by the next pass): their later delivered or dropped records then name seqs the
+ *   ledger received.
  * - A failed append is retried by the next pass. While lines wait unconfirmed past a bound, new
  *   arrivals are refused like a full queue (the server keeps them), never dropped unrecorded.
  *
- * Its head (what a checkpoint names) is the durable one: lines written and synced only.
+ * Its head (what a checkpoint names) is the durable one: lines written and synced only; so is its
+ * pending set (what a stop statement names): the seqs still pending after exactly those lines.
  */
-import { constants } from "node:fs";
-import { type FileHandle, open } from "node:fs/promises";
-import { join } from "node:path";
-import { Chain, type ChainHead, chainAnchor } from "../../evidence/chain.ts";
+import { Chain, type ChainHead } from "../../evidence/chain.ts";
 import type { CheckpointSource } from "../../evidence/checkpoints.ts";
-import { SESSION_FILES } from "../../evidence/format.ts";
 import { deliveredRecord, droppedRecord, gapRecord, receivedRecord } from "../../evidence/ledger-records.ts";
 import { canonicalSha256, sha256Hex } from "../../shared/digest.ts";
-import { errnoCode, errorMessage } from "../../shared/errors.ts";
-import { isRecord } from "../../shared/guards.ts";
-import { FILE_MODE } from "../../shared/durable/modes.ts";
+import { errorMessage } from "../../shared/errors.ts";
+import { subscriptionKey } from "../rules/key.ts";
 import { type EventAction, type EventDelivery, type EventOccurrence, type GapNotice, type PendingEntry, isGap } from "../types.ts";
 import { EventsStoreError } from "./errors.ts";
+import { LEDGER_FILE, type LedgerTail, ledgerPath, reconcile } from "./ledger-tail.ts";
 import { type Fault, LogFile } from "./log-file.ts";
 import { type EmbeddedLedger, serializeLedger } from "./pending-log.ts";
 
-export const LEDGER_FILE = SESSION_FILES.events;
-/** A last line (or torn tail) longer than this is refused: far past anything the ledger writes. */
-const MAX_LINE_BYTES = 16 * 1024 * 1024;
-const TAIL_CHUNK = 64 * 1024;
+export { LEDGER_FILE, type LedgerTail, ledgerPath, readLedgerTail } from "./ledger-tail.ts";
 
 export interface LedgerOptions {
   /** evidence.event_source: the records' `source` and the chain anchor's. */
@@ -72,23 +72,14 @@ export interface Arrival {
   event: EventOccurrence | GapNotice;
 }
 
-/** events.ndjson as found on open: the chain's head over its complete lines, the handle to append with. */
-export interface LedgerTail {
-  handle: FileHandle | null;
-  size: number;
-  head: ChainHead;
-  repairedBytes: number;
-}
-
 /** What one write pass takes of the ledger, synchronously at its start (events-store.ts `writePass`). */
 export interface LedgerPass {
   end: number;
   trailer: { append: string; rewrite: () => string };
 }
 
-export function ledgerPath(dir: string): string {
-  return join(dir, LEDGER_FILE);
-}
+/** What a line does to the pending set once it is written: queues a seq, settles some, or neither (notify). */
+type Effect = { queue: number } | { settle: readonly number[] } | null;
 
 export class EventLedger implements CheckpointSource {
   readonly name = LEDGER_FILE;
@@ -96,8 +87,11 @@ export class EventLedger implements CheckpointSource {
   private readonly chain: Chain;
   /** Lines written to events.ndjson and synced. */
   private durable: ChainHead;
-  /** Lines built but not confirmed, vigilseq durable.count onwards (no newlines). */
+  /** Lines built but not confirmed, vigilseq durable.count onwards (no newlines), and what each does to the pending set. */
   private readonly unconfirmed: string[] = [];
+  private readonly effects: Effect[] = [];
+  /** The seqs pending after the durable lines (queued, neither delivered nor dropped). */
+  private readonly durablePending: Set<number>;
   private unconfirmedBytes = 0;
   /** Lines below this vigilseq are in the pending log as it stands, or confirmed. */
   private embeddedUpTo: number;
@@ -108,21 +102,25 @@ export class EventLedger implements CheckpointSource {
     head: ChainHead,
     /** Past this many unconfirmed bytes, arrivals are refused (`full`). */
     private readonly cap: number,
-    private readonly pendingSeqsOf: () => number[],
+    /** The seqs pending after the durable lines: the store's live entries, which they agree with on open. */
+    pendingAtOpen: Iterable<number>,
   ) {
     this.chain = Chain.resume(head);
     this.durable = { ...head };
     this.embeddedUpTo = head.count;
+    this.durablePending = new Set(pendingAtOpen);
   }
 
   /**
    * The ledger of a store being opened: `tail` is events.ndjson as found (readLedgerTail), `embedded`
-   * the pending log's ledger records. The lines the file lacks are appended (and synced) here.
+   * the pending log's ledger records, `live` the store's live entries (seq order) after replaying it.
+   * The lines the file lacks are appended (and synced) here. A ledger still without any record
+   * whose store holds live entries gets their records (`restore`), written by the store's next pass.
    */
   static async recover(dir: string, o: LedgerOptions, tail: LedgerTail, embedded: readonly EmbeddedLedger[], x: {
     fault: Fault | undefined;
     cap: number;
-    pendingSeqs: () => number[];
+    live: ReadonlyMap<number, { entry: PendingEntry }>;
   }): Promise<EventLedger> {
     const path = ledgerPath(dir);
     const missing = reconcile(path, tail.head, embedded);
@@ -141,7 +139,11 @@ export class EventLedger implements CheckpointSource {
       head = { count: head.count + missing.length, head: sha256Hex(`${missing.at(-1)!}\n`) };
       o.onWritten?.(missing.length);
     }
-    return new EventLedger(o, file, head, x.cap, x.pendingSeqs);
+    // With no record, the ledger knows of no entry: those the store holds are queued by `restore`.
+    const unknown = head.count === 0 && x.live.size > 0;
+    const ledger = new EventLedger(o, file, head, x.cap, unknown ? [] : x.live.keys());
+    if (unknown) ledger.restore(Array.from(x.live.values(), (e) => e.entry));
+    return ledger;
   }
 
   // ---- CheckpointSource ----
@@ -156,9 +158,9 @@ export class EventLedger implements CheckpointSource {
     return true;
   }
 
-  /** The seqs still pending in the queue (what a stop statement names). */
+  /** The seqs pending after the durable lines, ascending (what a stop statement names, next to the durable head). */
   pendingSeqs(): number[] {
-    return this.pendingSeqsOf();
+    return [...this.durablePending].sort((a, b) => a - b);
   }
 
   get path(): string {
@@ -185,20 +187,33 @@ export class EventLedger implements CheckpointSource {
     if (!isGap(event) && facts.delivery === undefined) throw new EventsStoreError("invalid_argument", "the event ledger needs the delivery mode of every event");
   }
 
-  arrival(a: Arrival, facts: ArrivalFacts): void {
+  /** The record of an arrival; `restored`: an entry queued before the ledger was kept (its delivery mode unknown). */
+  arrival(a: Arrival, facts: ArrivalFacts, restored = false): void {
     const base = { session_id: this.o.sessionId, seq: a.seq, server: a.server, event_name: a.name, subscription_key_sha256: sha256Hex(facts.subscriptionKey) };
+    const effect = a.seq === null ? null : { queue: a.seq };
     const e = a.event;
     if (isGap(e)) {
-      this.add((v) => gapRecord(this.o.eventSource, v, { ...base, reason: e.reason, cursor: e.cursor }));
+      this.add((v) => gapRecord(this.o.eventSource, v, { ...base, reason: e.reason, cursor: e.cursor }), effect);
       return;
     }
     this.add((v) => receivedRecord(this.o.eventSource, v, {
       ...base,
-      delivery_mode: facts.delivery!,
+      delivery_mode: restored ? "restored" : facts.delivery!,
       action: a.action,
       event_id: typeof e.eventId === "string" ? e.eventId : null,
       payload_sha256: canonicalSha256(e),
-    }));
+    }), effect);
+  }
+
+  /**
+   * Records entries the store held before the ledger had any record, in seq order. Their
+   * subscription key is the one the hub queued them under (server, name, arguments: rules/key.ts).
+   */
+  private restore(entries: readonly PendingEntry[]): void {
+    for (const entry of entries) {
+      const facts = { subscriptionKey: subscriptionKey(entry.server, entry.name, entry.arguments) };
+      this.arrival({ seq: entry.seq, server: entry.server, name: entry.name, action: entry.action, event: entry.event }, facts, true);
+    }
   }
 
   /** The record of an arrival that is not queued (seq null); false, recording nothing, when the ledger is full. */
@@ -223,11 +238,11 @@ export class EventLedger implements CheckpointSource {
       run_id: runId,
       seqs: entries.map((e) => e.seq),
       event_ids: entries.map((e) => eventIdOf(e.event)),
-    }));
+    }), { settle: entries.map((e) => e.seq) });
   }
 
   dropped(entry: PendingEntry, attempts: number, errorCode: string): void {
-    this.add((v) => droppedRecord(this.o.eventSource, v, { session_id: this.o.sessionId, seq: entry.seq, event_id: eventIdOf(entry.event), attempts, error_code: errorCode }));
+    this.add((v) => droppedRecord(this.o.eventSource, v, { session_id: this.o.sessionId, seq: entry.seq, event_id: eventIdOf(entry.event), attempts, error_code: errorCode }), { settle: [entry.seq] });
   }
 
   // ---- write passes ----
@@ -257,6 +272,11 @@ export class EventLedger implements CheckpointSource {
     const text = lines.map((l) => `${l}\n`).join("");
     await this.file.append(text);
     this.unconfirmed.splice(0, n);
+    for (const effect of this.effects.splice(0, n)) {
+      if (effect === null) continue;
+      if ("queue" in effect) this.durablePending.add(effect.queue);
+      else for (const seq of effect.settle) this.durablePending.delete(seq);
+    }
     this.unconfirmedBytes -= Buffer.byteLength(text);
     this.durable = { count: pass.end, head: sha256Hex(`${lines[n - 1]!}\n`) };
     this.o.onWritten?.(n);
@@ -266,123 +286,15 @@ export class EventLedger implements CheckpointSource {
     return this.file.close();
   }
 
-  private add(build: (vigilseq: number) => Record<string, unknown>): void {
+  private add(build: (vigilseq: number) => Record<string, unknown>, effect: Effect): void {
     const line = this.chain.line(build(this.chain.state.count));
     this.chain.advance(line);
     this.unconfirmed.push(line);
+    this.effects.push(effect);
     this.unconfirmedBytes += Buffer.byteLength(line) + 1;
   }
 }
 
 function eventIdOf(e: EventOccurrence | GapNotice): string | null {
   return typeof e.eventId === "string" ? e.eventId : null;
-}
-
-/**
- * The embedded lines events.ndjson lacks, in order (vigilseq head.count onwards). Refuses (file_refused)
- * an embedded line that contradicts the file: its last line differs, or lines are missing before them.
- */
-function reconcile(path: string, head: ChainHead, embedded: readonly EmbeddedLedger[]): string[] {
-  const byVigilseq = new Map<number, string>();
-  for (const rec of embedded) {
-    rec.lines.forEach((line, i) => {
-      const vs = rec.from + i;
-      if (vs === head.count - 1 && sha256Hex(`${line}\n`) !== head.head) {
-        throw ledgerRefused(path, `its last record (vigilseq ${vs}) is not the one the pending log holds for it: the ledger was changed after it was written`);
-      }
-      if (vs < head.count) return;
-      const earlier = byVigilseq.get(vs);
-      if (earlier !== undefined && earlier !== line) throw ledgerRefused(path, `the pending log holds two different records for vigilseq ${vs}`);
-      byVigilseq.set(vs, line);
-    });
-  }
-  const out: string[] = [];
-  let prev = head.head;
-  for (let vs = head.count; byVigilseq.has(vs); vs++) {
-    const line = byVigilseq.get(vs)!;
-    const rec = parseLine(line);
-    if (rec === null || rec.vigilseq !== vs || rec.vigilprev !== prev) throw ledgerRefused(path, `the pending log's record for vigilseq ${vs} does not continue its chain`);
-    out.push(line);
-    prev = sha256Hex(`${line}\n`);
-  }
-  if (out.length !== byVigilseq.size) {
-    let first = Number.POSITIVE_INFINITY;
-    for (const k of byVigilseq.keys()) if (k >= head.count + out.length) first = Math.min(first, k);
-    throw ledgerRefused(path, `it ends at ${head.count + out.length} records but the pending log continues it from vigilseq ${first}: records are missing`);
-  }
-  return out;
-}
-
-function parseLine(text: string): { vigilseq: number; vigilprev: string } | null {
-  let v: unknown;
-  try {
-    v = JSON.parse(text);
-  } catch {
-    return null;
-  }
-  if (!isRecord(v) || !Number.isSafeInteger(v.vigilseq) || (v.vigilseq as number) < 0 || typeof v.vigilprev !== "string") return null;
-  return { vigilseq: v.vigilseq as number, vigilprev: v.vigilprev };
-}
-
-/**
- * Opens events.ndjson (never creating it) and reads where its chain stands: a torn tail is cut and
- * synced first; the last complete line gives the count (its vigilseq + 1) and the head (its SHA-256).
- */
-export async function readLedgerTail(dir: string, o: LedgerOptions): Promise<LedgerTail> {
-  const path = ledgerPath(dir);
-  const anchor = chainAnchor(o.eventSource, o.sessionId, LEDGER_FILE);
-  let handle: FileHandle;
-  try {
-    handle = await open(path, constants.O_RDWR | constants.O_NOFOLLOW);
-  } catch (e) {
-    const code = errnoCode(e);
-    if (code === "ENOENT") return { handle: null, size: 0, head: { count: 0, head: anchor }, repairedBytes: 0 };
-    throw ledgerRefused(path, code === "ELOOP" ? "it is a symbolic link" : errorMessage(e), e);
-  }
-  try {
-    const st = await handle.stat();
-    if (!st.isFile()) throw ledgerRefused(path, "it is not a regular file");
-    if ((st.mode & 0o777) !== FILE_MODE) await handle.chmod(FILE_MODE);
-    const end = await afterLastNewline(handle, path, st.size);
-    if (end < st.size) {
-      await Promise.resolve()
-        .then(() => handle.truncate(end))
-        .then(() => handle.datasync())
-        .catch((e: unknown) => {
-          throw new EventsStoreError("write_failed", `event ledger ${path}: cannot cut its torn tail: ${errorMessage(e)}`, { cause: e });
-        });
-    }
-    if (end === 0) return { handle, size: 0, head: { count: 0, head: anchor }, repairedBytes: st.size };
-    const start = await afterLastNewline(handle, path, end - 1);
-    const buf = Buffer.alloc(end - 1 - start);
-    await handle.read(buf, 0, buf.length, start);
-    const rec = parseLine(buf.toString("utf8"));
-    if (rec === null) throw ledgerRefused(path, "its last line is not a chained record (vigilseq, vigilprev)");
-    if (rec.vigilseq === 0 && rec.vigilprev !== anchor) throw ledgerRefused(path, "its chain does not start at this session's anchor");
-    return { handle, size: end, head: { count: rec.vigilseq + 1, head: sha256Hex(buf.toString("utf8") + "\n") }, repairedBytes: st.size - end };
-  } catch (e) {
-    await handle.close().catch(() => {});
-    if (e instanceof EventsStoreError) throw e;
-    throw ledgerRefused(path, errorMessage(e), e);
-  }
-}
-
-/** The offset just after the last newline before `before` (0 when there is none), read backwards in chunks. */
-async function afterLastNewline(handle: FileHandle, path: string, before: number): Promise<number> {
-  const buf = Buffer.allocUnsafe(TAIL_CHUNK);
-  let pos = before;
-  while (pos > 0) {
-    if (before - pos > MAX_LINE_BYTES) throw ledgerRefused(path, `its last line is over ${MAX_LINE_BYTES} bytes`);
-    const len = Math.min(TAIL_CHUNK, pos);
-    const { bytesRead } = await handle.read(buf, 0, len, pos - len);
-    if (bytesRead !== len) throw new Error("a short read");
-    const i = buf.subarray(0, len).lastIndexOf(0x0a);
-    if (i >= 0) return pos - len + i + 1;
-    pos -= len;
-  }
-  return 0;
-}
-
-function ledgerRefused(path: string, why: string, cause?: unknown): EventsStoreError {
-  return new EventsStoreError("file_refused", `event ledger ${path} refused: ${why}`, cause === undefined ? {} : { cause });
 }

@@ -2,7 +2,8 @@
  * Opening a session's events state (events-store.ts `open`): the options checked, stale temps
  * swept, the snapshot read, the event ledger's tail read (with evidence configured), the pending
  * log replayed, and the ledger lines the pending log holds but events.ndjson lacks appended
- * (ledger.ts) — all before the store exists, so a refusal leaves nothing open.
+ * (ledger.ts; a ledger with no record yet gets the records of the live entries, for the store's
+ * first pass to write) — all before the store exists, so a refusal leaves nothing open.
  */
 import { logLine } from "../../shared/log.ts";
 import type { Scheduler } from "../../shared/time.ts";
@@ -64,8 +65,7 @@ export async function loadState(dir: string, options: EventsStoreOptions): Promi
     const ledger = tail === null || lo === undefined ? null : await EventLedger.recover(dir, lo, tail, replayed.ledger, {
       fault: options.fault,
       cap: backlogCap(options.maxPendingBytes),
-      // The store keeps this map as its live entries (events-store.ts).
-      pendingSeqs: () => [...live.keys()],
+      live,
     });
     if (replayed.uncommitted > 0) {
       logLine(`events state in ${dir}: ${replayed.uncommitted} record(s) of a write a crash cut short (before its commit point) were set aside`);

@@ -39,7 +39,7 @@ export function checkStopClaims(claims: readonly StopClaim[], ctx: ClaimContext)
     checkCheckpointsClaim(c, prev, ctx, say);
     if (ctx.pendingAgrees.get(c.n) === false) {
       const at = c.logs[SESSION_FILES.events]?.count ?? 0;
-      say("predicate_mismatch", `its ${c.pending.length} pending events differ from the ledger's pending events after ${at} records`);
+      say("predicate_mismatch", `its ${c.pending.count} pending events differ from the ledger's pending events after ${at} records`);
     }
     prev = c;
   }

@@ -9,6 +9,7 @@
  * - what is still queued at the end is pending (`events_pending`, a known loss).
  */
 import { EVENT_DELIVERED_TYPE, EVENT_DROPPED_TYPE, EVENT_GAP_TYPE, EVENT_RECEIVED_TYPE } from "../../evidence/format.ts";
+import { pendingDigest } from "../../evidence/serve-stop.ts";
 import { type Finding, lossFinding, unknownFinding } from "../findings.ts";
 import type { DeliveredData, DroppedData, GapData, ReceivedData } from "./record-shapes.ts";
 
@@ -73,10 +74,15 @@ export class LedgerAccounting {
     return [...this.pending].map(([seq, event_id]) => ({ seq, event_id }));
   }
 
-  /** Whether the pending set equals `claimed` (a stop statement's list of pending seqs). */
-  pendingEquals(claimed: readonly number[]): boolean {
-    if (claimed.length !== this.pending.size) return false;
-    return claimed.every((seq) => this.pending.has(seq));
+  /**
+   * Whether the pending set is the one a stop statement claims: as many seqs, the same digest of
+   * them all (serve-stop.ts pendingDigest), and the lowest of them listed.
+   */
+  pendingEquals(claimed: { listed: readonly number[]; count: number; sha256: string }): boolean {
+    if (claimed.count !== this.pending.size) return false;
+    const sorted = [...this.pending.keys()].sort((a, b) => a - b);
+    if (pendingDigest(sorted) !== claimed.sha256) return false;
+    return claimed.listed.every((seq, i) => sorted[i] === seq);
   }
 
   findings(): Finding[] {

@@ -54,7 +54,8 @@ const RECEIVED: Shape = {
   server: text,
   event_name: text,
   subscription_key_sha256: hex64,
-  delivery_mode: oneOf("poll", "push", "webhook"),
+  // "restored": queued before the ledger was kept, recorded when it was first opened (ledger-records.ts).
+  delivery_mode: oneOf("poll", "push", "webhook", "restored"),
   action: oneOf("follow_up", "steer", "notify"),
   event_id: nullable(text),
   payload_sha256: hex64,

@@ -9,6 +9,7 @@ import * as v from "valibot";
 import type { ChainHead } from "../../evidence/chain.ts";
 import { IN_TOTO_PAYLOAD_TYPE, type TrustedKey, verifyEnvelope } from "../../evidence/dsse.ts";
 import { SESSION_FILES } from "../../evidence/format.ts";
+import { MAX_STOP_PENDING_LISTED } from "../../evidence/serve-stop.ts";
 import { SERVE_STOP_PREDICATE, STATEMENT_TYPE } from "../../evidence/statement.ts";
 import { parseStrictJson } from "../../shared/strict-json.ts";
 import { type Finding, unknownFinding } from "../findings.ts";
@@ -35,7 +36,7 @@ const ServeStopStatement = v.strictObject({
     reason: v.picklist(["shutdown", "reaped", "closed"]),
     logs: v.record(LogName, v.strictObject({ count: Count, head: Hex64 })),
     checkpoints: v.strictObject({ written: Count }),
-    events: v.strictObject({ pending: v.array(Count) }),
+    events: v.strictObject({ pending: v.pipe(v.array(Count), v.maxLength(MAX_STOP_PENDING_LISTED)), pending_count: Count, pending_sha256: Hex64 }),
   }),
 });
 
@@ -47,7 +48,8 @@ export interface StopClaim {
   eventSource: string;
   logs: Partial<Record<string, ChainHead>>;
   checkpointsWritten: number;
-  pending: number[];
+  /** The lowest pending seqs (ascending, at most MAX_STOP_PENDING_LISTED), how many there are, and the digest of them all. */
+  pending: { listed: number[]; count: number; sha256: string };
   /** Subject name → sha256. */
   subjects: Map<string, string>;
 }
@@ -102,12 +104,16 @@ function readClaim(n: number, file: string, bytes: Uint8Array, trusted: readonly
   const p = s.predicate;
   if (p.session_id !== sessionId) return fail("predicate_mismatch", `names session ${JSON.stringify(p.session_id.slice(0, 64))}, not this one`);
   if (p.stop !== n) return fail("predicate_mismatch", `is stop ${p.stop}, but its file is stop ${n}`);
+  const { pending: listed, pending_count: count, pending_sha256: sha256 } = p.events;
+  if (listed.length !== Math.min(count, MAX_STOP_PENDING_LISTED) || listed.some((seq, i) => i > 0 && seq <= listed[i - 1]!)) {
+    return fail("predicate_mismatch", `lists ${listed.length} pending seqs for its ${count} pending events (expected the lowest ${Math.min(count, MAX_STOP_PENDING_LISTED)}, ascending)`);
+  }
   const subjects = new Map<string, string>();
   for (const sub of s.subject) {
     if (subjects.has(sub.name)) return fail("envelope_invalid", `names subject ${sub.name} twice`);
     subjects.set(sub.name, sub.digest.sha256);
   }
-  return { n, file, keyid: check.keyid, eventSource: p.event_source, logs: p.logs, checkpointsWritten: p.checkpoints.written, pending: p.events.pending, subjects };
+  return { n, file, keyid: check.keyid, eventSource: p.event_source, logs: p.logs, checkpointsWritten: p.checkpoints.written, pending: { listed, count, sha256 }, subjects };
 }
 
 /** The counts each file's prefix digest is wanted at (a log's record count, the checkpoints' lines). */

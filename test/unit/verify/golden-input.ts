@@ -17,9 +17,13 @@ export function readState(bytes: Uint8Array): FileState {
 
 export const MISSING: FileState = { kind: "problem", problem: "missing", message: "missing" };
 
-/** Every capture file of a golden capture, as the loader would hand it over. */
+/** Every capture file of a v1 golden capture, as the loader would hand it over. */
 export function goldenInput(kind: CaptureKind = "clean"): CaptureInput {
-  const dir = goldenDir(kind);
+  return captureInputOf(goldenDir(kind));
+}
+
+/** The same for any capture directory (the v2 goldens of test/helpers/goldens-v2.ts). */
+export function captureInputOf(dir: string): CaptureInput {
   const files = {} as Record<CaptureFileName, FileState>;
   for (const name of PARSED) {
     const path = join(dir, name);
