@@ -1167,7 +1167,7 @@ async function main(): Promise<number> {
   for (const t of tables) out.push(t.title, renderText(t.headers, t.rows), "");
   const cp = checkpointSummary();
   if (cp) out.push(cp, "");
-  if (targets.length) out.push("Targets (wrap.md §11)", renderText(["target", "measured", "result"], targets.map((t) => [t.name, t.measured, verdict(t.met).replace(/\*/g, "")])), "");
+  if (targets.length) out.push(`Targets (wrap.md §11${c.signing ? ", issue 14" : ""})`, renderText(["target", "measured", "result"], targets.map((t) => [t.name, t.measured, verdict(t.met).replace(/\*/g, "")])), "");
   process.stdout.write(`${out.join("\n")}\n`);
 
   if (c.write) {

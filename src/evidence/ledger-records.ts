@@ -24,6 +24,12 @@ import {
 } from "./format.ts";
 
 /**
+ * The longest cursor a gap record carries: what the events store keeps (events/rules/occurrence.ts
+ * OCCURRENCE_LIMITS.cursorChars, the snapshot's bound). `vigil verify` reads gap records up to it.
+ */
+export const LEDGER_CURSOR_MAX_CHARS = 65_536;
+
+/**
  * How the event reached the session; "restored": queued before the ledger was kept (by an older
  * vigil, or before `evidence` was configured) and recorded when the ledger was first opened, its
  * delivery mode unknown.
@@ -61,7 +67,7 @@ export interface DeliveredData {
   batch_tag: string;
   run_id: string;
   seqs: number[];
-  /** Per seq, in the same order: the event's id (a gap's, which may be null). */
+  /** Per seq, in the same order: the event id its received record names (null for a gap: its record names none). */
   event_ids: (string | null)[];
 }
 

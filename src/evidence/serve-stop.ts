@@ -2,7 +2,9 @@
  * The signed statement of one stop of a serve session (`sessions/<name>/stops/<n>.dsse.json`,
  * serve.md "Evidence"): a DSSE envelope (payload type application/vnd.in-toto+json) around an
  * in-toto Statement v1 whose subjects are the session's evidence files as they stand at the stop
- * (decisions.ndjson, events.ndjson, checkpoints.ndjson — those that exist, each hashed whole) and
+ * (decisions.ndjson, events.ndjson, checkpoints.ndjson — those that exist; a log's first `count`
+ * lines as its predicate names them, the checkpoints file's complete lines: the whole file, unless
+ * a failed write left a line after them) and
  * whose predicate (SERVE_STOP_PREDICATE) is, members in this order:
  *
  *   {"session_id":<session name>,"event_source","policy_digest":str|null,

@@ -5,11 +5,16 @@
  *   record gives the chain's count and head (evidence/log-tail.ts), so `seq`, `vigilseq` and the
  *   record ids go on from where the last run stopped. A log an older vigil wrote (no chain) is set
  *   aside and a new chain starts. Anchor: (event_source, session name, "decisions.ndjson").
+ * - With `decision_log: false` a decision log an earlier run wrote is still named (its head as it
+ *   stands): a stop or checkpoint that left out a log an earlier one named would be refused.
  * - With `evidence.signing_key`: one Checkpointer over the session's logs (the decision log, and the
  *   event ledger once the events store hands it over: `attachLedger`), appending to
- *   `checkpoints.ndjson`, numbered on from its last line; and at every stop (shutdown, reap, a close
- *   on its own) `stops/<n>.dsse.json`, written after the session and its events store are closed, so
- *   its subjects hash the files as they stand (evidence/serve-stop.ts says what it holds).
+ *   `checkpoints.ndjson`, numbered on from its last line. The ledger's records written before it is
+ *   attached (those its store's opening appends) count toward a checkpoint only once it is: no
+ *   checkpoint leaves it out. At every stop (shutdown, reap, a close on its own)
+ *   `stops/<n>.dsse.json`, written after the session and its events store are closed, so its
+ *   subjects hash the files as they stand — each log's first `count` lines, the count its predicate
+ *   names (evidence/serve-stop.ts says what it holds) — and published whole (publish-file.ts).
  *
  * A failure to write a checkpoint or a stop statement is one stderr line; the session goes on, and
  * its close goes on. The key is never logged: only its id appears in statements.
@@ -23,8 +28,9 @@ import { IN_TOTO_PAYLOAD_TYPE, type Signer, signEnvelope } from "../evidence/dss
 import { EvidenceLog } from "../evidence/evidence-log.ts";
 import { SESSION_FILES } from "../evidence/format.ts";
 import { resumeChain, resumeCheckpoints } from "../evidence/log-tail.ts";
-import { RecordWriteError, writeRecordFile } from "../evidence/record-file.ts";
-import { type ServeStopReason, nextStopNumber, serveStopStatement, stopFileName } from "../evidence/serve-stop.ts";
+import { publishRecordFile, sweepPublishTemps } from "../evidence/publish-file.ts";
+import { RecordWriteError } from "../evidence/record-file.ts";
+import { type ServeStopReason, nextStopNumber, serveStopStatement, stopFileName, stopNumberOf } from "../evidence/serve-stop.ts";
 import type { Subject } from "../evidence/statement.ts";
 import { VigilError, errnoCode, errorMessage } from "../shared/errors.ts";
 import { logLine } from "../shared/log.ts";
@@ -57,6 +63,8 @@ type Config = NonNullable<ServeConfig["evidence"]>;
 
 export class SessionEvidence {
   private ledger: LedgerEvidence | null = null;
+  /** Ledger records written before `attachLedger` (its store's opening): noted to the checkpointer once attached. */
+  private unattachedRecords = 0;
   private ended = false;
 
   private constructor(
@@ -67,6 +75,8 @@ export class SessionEvidence {
     /** The decision log (null with `decision_log: false`). */
     readonly decisions: ChainedLog | null,
     private readonly checkpointer: Checkpointer | null,
+    /** The decision log as it stands when this run writes none (`decision_log: false`, an earlier run's log), else null. */
+    private readonly oldDecisions: CheckpointSource | null,
   ) {}
 
   /**
@@ -78,6 +88,7 @@ export class SessionEvidence {
     const log = setup.log ?? logLine;
     let decisions: ChainedLog | null = null;
     let checkpointer: Checkpointer | null = null;
+    let oldDecisions: CheckpointSource | null = null;
     try {
       if (setup.signer !== null) {
         const path = join(dir, SESSION_FILES.checkpoints);
@@ -94,19 +105,26 @@ export class SessionEvidence {
           onFailure: (message) => log(`serve: session ${JSON.stringify(sessionId)}: ${message}`),
         });
       }
+      const path = join(dir, SESSION_FILES.decisions);
       if (config.decision_log) {
-        const path = join(dir, SESSION_FILES.decisions);
         const resumed = resumeChain(path, chainAnchor(config.event_source, sessionId, SESSION_FILES.decisions), { log });
         const cp = checkpointer;
         decisions = new ChainedLog(openLog(path, "decision log"), SESSION_FILES.decisions, resumed.start, cp === null ? undefined : () => cp.noteWritten());
         cp?.add(decisions);
+      } else if (exists(path)) {
+        const start = resumeChain(path, chainAnchor(config.event_source, sessionId, SESSION_FILES.decisions), { log }).start;
+        // An older vigil's log was set aside: no file is left, and nothing to name.
+        if (exists(path)) {
+          oldDecisions = { name: SESSION_FILES.decisions, head: () => ({ ...start }), sync: () => true };
+          checkpointer?.add(oldDecisions);
+        }
       }
     } catch (e) {
       checkpointer?.close();
       decisions?.log.close();
       throw e;
     }
-    return new SessionEvidence(sessionId, dir, config, setup, decisions, checkpointer);
+    return new SessionEvidence(sessionId, dir, config, setup, decisions, checkpointer, oldDecisions);
   }
 
   /** The anchor of one of this session's logs (the ledger's: `anchor("events.ndjson")`). */
@@ -123,15 +141,23 @@ export class SessionEvidence {
     return this.checkpointer !== null;
   }
 
-  /** One record was written to a log of this session other than the decision log (the ledger's hook). */
+  /**
+   * Records were written to the event ledger (its hook). Before the ledger is attached they wait: a
+   * checkpoint they made due now would not name the ledger, and one leaving out a log an earlier
+   * checkpoint named is refused by `vigil verify`.
+   */
   noteWritten(n = 1): void {
-    this.checkpointer?.noteWritten(n);
+    if (this.ledger === null) this.unattachedRecords += n;
+    else this.checkpointer?.noteWritten(n);
   }
 
   /** The event ledger joins the checkpoints and the stop statements. */
   attachLedger(ledger: LedgerEvidence): void {
     this.ledger = ledger;
     this.checkpointer?.add(ledger.source);
+    const waiting = this.unattachedRecords;
+    this.unattachedRecords = 0;
+    if (waiting > 0) this.checkpointer?.noteWritten(waiting);
   }
 
   /**
@@ -163,20 +189,23 @@ export class SessionEvidence {
   }
 
   private writeStop(signer: Signer, reason: ServeStopReason): string {
+    const logs: Record<string, { count: number; head: string }> = {};
+    for (const source of [this.decisions ?? this.oldDecisions, this.ledger?.source ?? null]) if (source !== null) logs[source.name] = source.head();
     const subjects: Subject[] = [];
     let checkpointLines = 0;
     for (const name of [SESSION_FILES.decisions, SESSION_FILES.events, SESSION_FILES.checkpoints]) {
-      const file = hashFile(join(this.dir, name));
+      // A log's first `count` lines, as its predicate names them (past them: a line a failed write
+      // left, which nothing names); the checkpoints file's complete lines (a torn last one is not).
+      const file = hashFile(join(this.dir, name), logs[name]?.count);
       if (file === null) continue;
       subjects.push({ name, digest: { sha256: file.sha256 } });
       if (name === SESSION_FILES.checkpoints) checkpointLines = file.lines;
     }
-    const logs: Record<string, { count: number; head: string }> = {};
-    if (this.decisions !== null) logs[this.decisions.name] = this.decisions.head();
-    if (this.ledger !== null) logs[this.ledger.source.name] = this.ledger.source.head();
     const stopsDir = ensureStopsDir(this.dir);
+    const names = readdirSync(stopsDir);
+    sweepPublishTemps(stopsDir, names, stopTempTarget);
     // The next free number; a file that appeared meanwhile (another writer) moves us on, never over it.
-    let n = nextStopNumber(readdirSync(stopsDir));
+    let n = nextStopNumber(names);
     for (let attempt = 0; ; attempt++) {
       const envelope = signEnvelope(
         IN_TOTO_PAYLOAD_TYPE,
@@ -196,7 +225,7 @@ export class SessionEvidence {
       );
       const path = join(stopsDir, stopFileName(n));
       try {
-        writeRecordFile(path, envelope);
+        publishRecordFile(path, envelope);
         return path;
       } catch (e) {
         if (!(e instanceof RecordWriteError) || errnoCode(e.cause) !== "EEXIST" || attempt >= 3) throw e;
@@ -215,8 +244,29 @@ function openLog(path: string, what: string): EvidenceLog {
   }
 }
 
-/** SHA-256 and newline count of a regular file streamed in 1 MiB pieces; null when it does not exist. */
-function hashFile(path: string): { sha256: string; lines: number } | null {
+/** A line of an evidence file longer than this is not one vigil wrote (log-tail.ts refuses far less). */
+const MAX_OPEN_LINE_BYTES = 16 * 1024 * 1024;
+
+/** The stop file a temp name in stops/ is for (publish-file.ts), or null. */
+function stopTempTarget(name: string): string | null {
+  const m = /^\.([^/]+\.dsse\.json)\.tmp-/.exec(name);
+  return m !== null && stopNumberOf(m[1]!) !== null ? m[1]! : null;
+}
+
+function exists(path: string): boolean {
+  try {
+    lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * SHA-256 and count of the first `lines` lines of a regular file (all its complete lines when
+ * undefined: a torn last line is left out), streamed in 1 MiB pieces; null when it does not exist.
+ */
+function hashFile(path: string, lines?: number): { sha256: string; lines: number } | null {
   try {
     if (!lstatSync(path).isFile()) throw new Error(`${path} is not a regular file`);
   } catch (e) {
@@ -226,17 +276,35 @@ function hashFile(path: string): { sha256: string; lines: number } | null {
   const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
   const hasher = new Bun.CryptoHasher("sha256");
   const buf = Buffer.allocUnsafe(1 << 20);
-  let lines = 0;
+  const want = lines ?? Number.POSITIVE_INFINITY;
+  let counted = 0;
+  // Bytes of a line not yet ended by a newline: hashed once it is, dropped if it never is (or
+  // once past any line vigil writes: what follows is not counted either way).
+  let open: Buffer[] = [];
+  let openBytes = 0;
   try {
-    for (;;) {
+    while (counted < want) {
       const n = readSync(fd, buf, 0, buf.length, null);
       if (n === 0) break;
       const piece = buf.subarray(0, n);
-      hasher.update(piece);
-      for (let i = piece.indexOf(0x0a); i >= 0; i = piece.indexOf(0x0a, i + 1)) lines++;
+      let end = -1;
+      for (let i = piece.indexOf(0x0a); i >= 0 && counted < want; i = piece.indexOf(0x0a, i + 1)) {
+        counted++;
+        end = i + 1;
+      }
+      if (end < 0) {
+        open.push(Buffer.from(piece));
+        if ((openBytes += n) > MAX_OPEN_LINE_BYTES) break;
+        continue;
+      }
+      for (const part of open) hasher.update(part);
+      open = [];
+      hasher.update(piece.subarray(0, end));
+      openBytes = n - end;
+      if (end < n) open.push(Buffer.from(piece.subarray(end)));
     }
   } finally {
     closeSync(fd);
   }
-  return { sha256: hasher.digest("hex"), lines };
+  return { sha256: hasher.digest("hex"), lines: counted };
 }

@@ -295,6 +295,11 @@ export class EventLedger implements CheckpointSource {
   }
 }
 
+/**
+ * The event id a delivered or dropped record names for an entry: its received record's. A gap's is
+ * null — its gap record names none, and the id an oversized or invalid event's gap notice may quote
+ * is that of the event it skipped, which was never received.
+ */
 function eventIdOf(e: EventOccurrence | GapNotice): string | null {
-  return typeof e.eventId === "string" ? e.eventId : null;
+  return !isGap(e) && typeof e.eventId === "string" ? e.eventId : null;
 }

@@ -5,6 +5,7 @@
  * of 250,000 lines): every member checked, unknown members refused.
  */
 import { EVENT_DELIVERED_TYPE, EVENT_DROPPED_TYPE, EVENT_GAP_TYPE, EVENT_RECEIVED_TYPE } from "../../evidence/format.ts";
+import { LEDGER_CURSOR_MAX_CHARS } from "../../evidence/ledger-records.ts";
 import { DECISION_LINE, type Shape } from "../line-shapes.ts";
 
 interface Field {
@@ -68,7 +69,8 @@ const GAP: Shape = {
   event_name: text,
   subscription_key_sha256: hex64,
   reason: text,
-  cursor: nullable(text),
+  // A server's cursor, kept up to the events store's bound (far over `text`'s).
+  cursor: nullable({ check: (v) => typeof v === "string" && v.length <= LEDGER_CURSOR_MAX_CHARS, expected: `a string of at most ${LEDGER_CURSOR_MAX_CHARS} characters` }),
 };
 
 const DELIVERED: Shape = {

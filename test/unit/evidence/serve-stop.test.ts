@@ -12,7 +12,7 @@ import { chainAnchor, checkChain } from "../../../src/evidence/chain.ts";
 import { DecisionRecorder } from "../../../src/evidence/decision-recorder.ts";
 import { IN_TOTO_PAYLOAD_TYPE, ed25519Signer, verifyEnvelope } from "../../../src/evidence/dsse.ts";
 import { keyIdOf } from "../../../src/evidence/keys.ts";
-import { nextStopNumber, serveStopPredicate, serveStopStatement, stopNumberOf } from "../../../src/evidence/serve-stop.ts";
+import { MAX_STOP_PENDING_LISTED, nextStopNumber, pendingClaim, serveStopPredicate, serveStopStatement, stopNumberOf } from "../../../src/evidence/serve-stop.ts";
 import { SERVE_STOP_PREDICATE, STATEMENT_TYPE } from "../../../src/evidence/statement.ts";
 import { checkpointNumberOf } from "../../../src/evidence/log-tail.ts";
 import { sha256Hex } from "../../../src/shared/digest.ts";
@@ -46,13 +46,24 @@ test("the predicate: members in the decided order, logs by name, pending ascendi
       reason: "reaped",
       logs: { "decisions.ndjson": { count: 5, head: H("a") }, "events.ndjson": { count: 3, head: H("b") } },
       checkpoints: { written: 4 },
-      events: { pending: [2, 9] },
+      events: { pending: [2, 9], pending_count: 2, pending_sha256: sha256Hex("[2,9]") },
     }),
   );
   const s = serveStopStatement(INPUT);
   expect(s._type).toBe(STATEMENT_TYPE);
   expect(s.predicateType).toBe(SERVE_STOP_PREDICATE);
   expect(s.subject.map((x) => x.name)).toEqual(["checkpoints.ndjson", "events.ndjson"]);
+});
+
+test("the pending seqs: the lowest MAX_STOP_PENDING_LISTED listed; the count and the digest cover them all", () => {
+  const seqs = Array.from({ length: 30_000 }, (_, i) => 30_000 - i);
+  const c = pendingClaim(seqs);
+  expect(c.pending).toEqual(Array.from({ length: MAX_STOP_PENDING_LISTED }, (_, i) => i + 1));
+  expect(c.pending_count).toBe(30_000);
+  expect(c.pending_sha256).toBe(sha256Hex(JSON.stringify([...seqs].reverse())));
+  // 30,000 pending entries still make a small statement (the verifier reads one of at most 256 KiB).
+  const statement = serveStopStatement({ ...INPUT, pending: seqs });
+  expect(Buffer.byteLength(JSON.stringify(statement)) * 4 / 3).toBeLessThan(32 * 1024);
 });
 
 test("stop numbers: 1 first, then one past the highest stop file; other names ignored", () => {
@@ -110,7 +121,7 @@ test("session evidence: decisions continue across reopenings, checkpoints number
     expect(s.predicate.policy_digest).toBe("p".repeat(64));
     expect(s.predicate.logs["decisions.ndjson"].count).toBe(3 * n);
     expect(s.predicate.checkpoints).toEqual({ written: then.checkpoints.trimEnd().split("\n").length });
-    expect(s.predicate.events).toEqual({ pending: [] });
+    expect(s.predicate.events).toEqual({ pending: [], pending_count: 0, pending_sha256: sha256Hex("[]") });
   }
   expect(said.filter((m) => m.includes("not written"))).toEqual([]);
 });
