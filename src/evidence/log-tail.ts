@@ -118,12 +118,7 @@ export function resumeChain(path: string, anchor: string, o: TailOptions = {}): 
 
 /** The `vigilseq` of a chained record's line, or null when the line is not one. Pure. */
 export function chainSeqOf(line: Uint8Array): number | null {
-  let value: unknown;
-  try {
-    value = JSON.parse(Buffer.from(line).toString("utf8"));
-  } catch {
-    return null;
-  }
+  const value = jsonOf(Buffer.from(line));
   if (typeof value !== "object" || value === null || Array.isArray(value)) return null;
   const { vigilseq, vigilprev } = value as { vigilseq?: unknown; vigilprev?: unknown };
   if (typeof vigilseq !== "number" || !Number.isSafeInteger(vigilseq) || vigilseq < 0) return null;
@@ -150,21 +145,11 @@ export function resumeCheckpoints(path: string, o: TailOptions = {}): Checkpoint
 
 /** The `checkpoint` number in a checkpoints.ndjson line (a DSSE envelope), or null. Pure; no signature check. */
 export function checkpointNumberOf(line: Uint8Array): number | null {
-  let envelope: unknown;
-  try {
-    envelope = JSON.parse(Buffer.from(line).toString("utf8"));
-  } catch {
-    return null;
-  }
+  const envelope = jsonOf(Buffer.from(line));
   if (envelopeProblem(envelope) !== null) return null;
   const env = envelope as { payload: string; payloadType: string };
   if (env.payloadType !== CHECKPOINT_PAYLOAD_TYPE) return null;
-  let payload: unknown;
-  try {
-    payload = JSON.parse(Buffer.from(env.payload, "base64").toString("utf8"));
-  } catch {
-    return null;
-  }
+  const payload = jsonOf(Buffer.from(env.payload, "base64"));
   if (typeof payload !== "object" || payload === null) return null;
   const { _type, checkpoint } = payload as { _type?: unknown; checkpoint?: unknown };
   if (_type !== CHECKPOINT_TYPE || typeof checkpoint !== "number" || !Number.isSafeInteger(checkpoint) || checkpoint < 0) return null;
@@ -198,6 +183,15 @@ export function setAside(path: string, tag: string, nowMs: number = Date.now()):
     return to;
   }
   throw new LogTailError(`cannot set ${path} aside: too many files named ${stem}.${tag}-${stamp}…`);
+}
+
+/** The JSON value of some UTF-8 bytes, or undefined when they are not JSON: a line that is not ours. */
+function jsonOf(bytes: Buffer): unknown {
+  try {
+    return JSON.parse(bytes.toString("utf8"));
+  } catch {
+    return undefined;
+  }
 }
 
 function readAt(fd: number, position: number, length: number): Buffer {

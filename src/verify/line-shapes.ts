@@ -21,6 +21,8 @@ const HEX64 = /^[0-9a-f]{64}$/;
 export const text: Field = { check: (v) => typeof v === "string" && v.length <= 4096, expected: "a string" };
 export const hex64: Field = { check: (v) => typeof v === "string" && HEX64.test(v), expected: "64 lowercase hex digits" };
 export const count: Field = { check: (v) => Number.isInteger(v) && (v as number) >= 0, expected: "a non-negative integer" };
+/** A position in a chain (or a serve session's queue): exact, so a safe integer. */
+export const safeCount: Field = { check: (v) => Number.isSafeInteger(v) && (v as number) >= 0, expected: "a non-negative integer" };
 export const bool: Field = { check: (v) => typeof v === "boolean", expected: "true or false" };
 export const id: Field = { check: (v) => typeof v === "string" || typeof v === "number", expected: "a string or a number" };
 export const nullable = (f: Field): Field => ({ check: (v) => v === null || f.check(v), expected: `${f.expected} or null` });
@@ -42,7 +44,7 @@ export function lineEnvelope(data: Shape, chained: boolean): Shape {
     subject: optional(text),
   };
   if (chained) {
-    base.vigilseq = count;
+    base.vigilseq = safeCount;
     base.vigilprev = hex64;
   }
   base.data = data;

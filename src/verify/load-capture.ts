@@ -25,7 +25,7 @@ const MAX_STRAY = 20;
 export function loadCapture(dir: string): CaptureInput {
   const files = {} as Record<CaptureFileName, FileState>;
   for (const [name, limit] of Object.entries(READ_LIMITS) as [CaptureFileName, number | "hash"][]) {
-    files[name] = limit === "hash" ? hashFile(join(dir, name)) : readFile(join(dir, name), limit);
+    files[name] = limit === "hash" ? hashFile(join(dir, name)) : readFileState(join(dir, name), limit);
   }
   const known = new Set<string>(Object.keys(READ_LIMITS));
   const strayEntries: string[] = [];
@@ -40,7 +40,8 @@ export function loadCapture(dir: string): CaptureInput {
   return { files, strayEntries };
 }
 
-function readFile(path: string, limit: number): FileState {
+/** A file read whole within `limit` bytes (a regular file, never through a link), or why it was not. */
+export function readFileState(path: string, limit: number): FileState {
   const r = readBounded(path, limit);
   if (!r.ok) return { kind: "problem", problem: r.problem, message: r.message };
   return { kind: "read", bytes: r.bytes, sha256: sha256Hex(r.bytes) };

@@ -1,4 +1,5 @@
 /** The two faces of a verify report: a readable text (verdict first) and one JSON document. */
+import type { Finding, FindingCode } from "./findings.ts";
 import type { Authentication, VerifyReport } from "./report.ts";
 
 export const NON_AUTHENTICATION_NOTE =
@@ -34,13 +35,13 @@ export function renderText(r: VerifyReport): string {
     lines.push(`  session ${printable(r.session_id)}: ${server}; ${decisions}`);
   }
   lines.push(`  ${authenticationLine(r)}`);
-  for (const f of r.reasons) lines.push(`${f.effect === "loss" ? "!" : "✗"} ${printable(f.file)}: ${printable(f.message)}`);
+  lines.push(...findingLines(r.reasons));
   lines.push(`note: ${r.authentication.authenticated ? AUTHENTICATED_NOTE : NON_AUTHENTICATION_NOTE}`);
   return lines.join("\n");
 }
 
-/** The findings that can be why a capture is not authenticated, named in its line. */
-const AUTHENTICATION_CODES = new Set<string>([
+/** Findings that can be why a signature does not vouch for a capture or a session, named in its authentication line. */
+const AUTHENTICATION_CODES: ReadonlySet<string> = new Set<FindingCode>([
   "signature_missing",
   "signature_invalid",
   "key_untrusted",
@@ -54,15 +55,29 @@ const AUTHENTICATION_CODES = new Set<string>([
   "checkpoint_partial_tail",
   "stop_missing",
 ]);
+const NO_CODES: ReadonlySet<string> = new Set();
+
+/**
+ * `not authenticated`, with why: no keys were given, or the first reason that is about
+ * authentication. `also`: codes that are about it only in the caller's report (a serve session's
+ * chain_head_mismatch is a signed stop's claim; a capture's is its unsigned stop record's).
+ */
+export function notAuthenticatedLine(keysGiven: boolean, reasons: readonly Finding[], also: ReadonlySet<string> = NO_CODES): string {
+  if (!keysGiven) return "not authenticated (no --public-key)";
+  const why = reasons.find((f) => AUTHENTICATION_CODES.has(f.code) || also.has(f.code))?.code;
+  return `not authenticated${why === undefined ? "" : ` (${why})`}`;
+}
+
+/** One text line per finding: `✗` when it makes the verdict unknown, `!` for a known loss. */
+export const findingLines = (reasons: readonly Finding[]): string[] => reasons.map((f) => `${f.effect === "loss" ? "!" : "✗"} ${printable(f.file)}: ${printable(f.message)}`);
+
+/** The findings as --json shows them: without their internal effect. */
+export const reasonsJson = (reasons: readonly Finding[]) => reasons.map(({ code, file, message }) => ({ code, file, message }));
 
 /** `signed by <keyid> — covers …`, or why the capture is not authenticated. */
 export function authenticationLine(r: VerifyReport): string {
   const a = r.authentication;
-  if (!a.keysGiven) return "not authenticated (no --public-key)";
-  if (!a.authenticated || a.covered === null || a.keyid === null) {
-    const why = r.reasons.find((f) => AUTHENTICATION_CODES.has(f.code))?.code;
-    return `not authenticated${why === undefined ? "" : ` (${why})`}`;
-  }
+  if (!a.authenticated || a.covered === null || a.keyid === null) return notAuthenticatedLine(a.keysGiven, r.reasons);
   return `signed by ${printable(a.keyid)} — ${coverage(a.covered)}`;
 }
 
@@ -78,7 +93,7 @@ export function renderJson(r: VerifyReport): string {
   const a = r.authentication;
   return JSON.stringify({
     verdict: r.verdict,
-    reasons: r.reasons.map(({ code, file, message }) => ({ code, file, message })),
+    reasons: reasonsJson(r.reasons),
     session_id: r.session_id,
     server: r.server,
     decisions: r.decisions,

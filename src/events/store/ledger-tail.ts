@@ -110,7 +110,8 @@ export async function readLedgerTail(dir: string, o: { eventSource: string; sess
     if (end === 0) return { handle, size: 0, head: { count: 0, head: anchor }, repairedBytes: st.size };
     const start = await afterLastNewline(handle, path, end - 1);
     const buf = Buffer.alloc(end - 1 - start);
-    await handle.read(buf, 0, buf.length, start);
+    const { bytesRead } = await handle.read(buf, 0, buf.length, start);
+    if (bytesRead !== buf.length) throw new Error("a short read");
     const rec = parseLine(buf.toString("utf8"));
     if (rec === null) throw ledgerRefused(path, "its last line is not a chained record (vigilseq, vigilprev)");
     if (rec.vigilseq === 0 && rec.vigilprev !== anchor) throw ledgerRefused(path, "its chain does not start at this session's anchor");

@@ -200,7 +200,7 @@ export class EventLedger implements CheckpointSource {
       ...base,
       delivery_mode: restored ? "restored" : facts.delivery!,
       action: a.action,
-      event_id: typeof e.eventId === "string" ? e.eventId : null,
+      event_id: eventIdOf(e),
       payload_sha256: canonicalSha256(e),
     }), effect);
   }

@@ -9,9 +9,9 @@
  * - what is still queued at the end is pending (`events_pending`, a known loss).
  */
 import { EVENT_DELIVERED_TYPE, EVENT_DROPPED_TYPE, EVENT_GAP_TYPE, EVENT_RECEIVED_TYPE } from "../../evidence/format.ts";
+import type { DeliveredData, DroppedData, GapData, ReceivedData } from "../../evidence/ledger-records.ts";
 import { pendingDigest } from "../../evidence/serve-stop.ts";
 import { type Finding, lossFinding, unknownFinding } from "../findings.ts";
-import type { DeliveredData, DroppedData, GapData, ReceivedData } from "./record-shapes.ts";
 
 /** Pending events named in one finding's message; the rest are counted. */
 export const MAX_LISTED_PENDING = 50;

@@ -6,9 +6,8 @@
 import { lstatSync, opendirSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { SESSION_FILES } from "../../evidence/format.ts";
-import { sha256Hex } from "../../shared/digest.ts";
-import { readBounded } from "../../shared/durable/bounded-file.ts";
-import type { FileState } from "../capture-input.ts";
+import { errnoCode, errorMessage } from "../../shared/errors.ts";
+import { readFileState } from "../load-capture.ts";
 import { SESSION_BOUNDS, type SessionInput, type StopEntry, type StopsState } from "./session-input.ts";
 
 /** A stop envelope's file name: its number (from 1, no leading zero) and the suffix. */
@@ -17,17 +16,11 @@ const STOP_NAME = /^([1-9][0-9]{0,8})\.dsse\.json$/;
 export function loadSession(dir: string): SessionInput {
   return {
     name: basename(resolve(dir)),
-    decisions: readFile(join(dir, SESSION_FILES.decisions), SESSION_BOUNDS.logBytes),
-    events: readFile(join(dir, SESSION_FILES.events), SESSION_BOUNDS.logBytes),
-    checkpoints: readFile(join(dir, SESSION_FILES.checkpoints), SESSION_BOUNDS.checkpointBytes),
+    decisions: readFileState(join(dir, SESSION_FILES.decisions), SESSION_BOUNDS.logBytes),
+    events: readFileState(join(dir, SESSION_FILES.events), SESSION_BOUNDS.logBytes),
+    checkpoints: readFileState(join(dir, SESSION_FILES.checkpoints), SESSION_BOUNDS.checkpointBytes),
     stops: readStops(dir),
   };
-}
-
-function readFile(path: string, limit: number): FileState {
-  const r = readBounded(path, limit);
-  if (!r.ok) return { kind: "problem", problem: r.problem, message: r.message };
-  return { kind: "read", bytes: r.bytes, sha256: sha256Hex(r.bytes) };
 }
 
 function readStops(dir: string): StopsState {
@@ -35,8 +28,11 @@ function readStops(dir: string): StopsState {
   try {
     const st = lstatSync(stopsDir);
     if (!st.isDirectory()) return { kind: "problem", problem: "not_regular", message: st.isSymbolicLink() ? "is a symbolic link" : "is not a directory" };
-  } catch {
-    return { kind: "read", entries: [] };
+  } catch (e) {
+    // No stops/ yet is a session that never stopped; anything else (EACCES, EIO) is a directory
+    // verify could not read, which must not pass for one with no stops.
+    if (errnoCode(e) === "ENOENT") return { kind: "read", entries: [] };
+    return { kind: "problem", problem: "unreadable", message: `cannot read: ${errorMessage(e)}` };
   }
   const found: { n: number; name: string }[] = [];
   let handle: ReturnType<typeof opendirSync>;
@@ -60,7 +56,7 @@ function readStops(dir: string): StopsState {
   const entries: StopEntry[] = [];
   let total = 0;
   for (const { n, name } of found) {
-    const state = readFile(join(stopsDir, name), SESSION_BOUNDS.envelopeBytes);
+    const state = readFileState(join(stopsDir, name), SESSION_BOUNDS.envelopeBytes);
     if (state.kind === "read") total += state.bytes.length;
     if (total > SESSION_BOUNDS.stopBytesTotal) return { kind: "problem", problem: "too_large", message: `stop envelopes over ${SESSION_BOUNDS.stopBytesTotal} bytes together` };
     entries.push({ n, file: `${SESSION_FILES.stopsDir}/${name}`, state });

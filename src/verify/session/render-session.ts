@@ -1,5 +1,6 @@
 /** The two faces of a serve session report, in render.ts's style: a text (verdict first) and one JSON document. */
-import { printable } from "../render.ts";
+import type { FindingCode } from "../findings.ts";
+import { findingLines, notAuthenticatedLine, printable, reasonsJson } from "../render.ts";
 import type { SessionReport } from "./verify-session.ts";
 
 const LIVE_NOTE =
@@ -12,19 +13,8 @@ export const SESSION_NOT_AUTHENTICATED_NOTE =
 export const SESSION_AUTHENTICATED_NOTE =
   `${LIVE_NOTE}; the signatures show that the holder of the signing key wrote the covered records as they are, not that what they record is true.`;
 
-/** Findings that can be why a session is not authenticated, named in its line. */
-const AUTHENTICATION_CODES = new Set<string>([
-  "signature_missing",
-  "signature_invalid",
-  "key_untrusted",
-  "envelope_invalid",
-  "subject_missing",
-  "subject_mismatch",
-  "predicate_mismatch",
-  "chain_head_mismatch",
-  "checkpoint_invalid",
-  "checkpoint_mismatch",
-]);
+/** Here chain_head_mismatch is a signed stop naming a head its log does not have: a reason the signature does not vouch. */
+const SESSION_AUTHENTICATION_CODES: ReadonlySet<string> = new Set<FindingCode>(["chain_head_mismatch"]);
 
 export function renderSessionText(r: SessionReport): string {
   const e = r.events;
@@ -35,7 +25,7 @@ export function renderSessionText(r: SessionReport): string {
       `decisions ${d.written} written, ${d.verified} verified`,
   );
   lines.push(`  ${authenticationLine(r)}`);
-  for (const f of r.reasons) lines.push(`${f.effect === "loss" ? "!" : "✗"} ${printable(f.file)}: ${printable(f.message)}`);
+  lines.push(...findingLines(r.reasons));
   lines.push(`note: ${r.authentication.authenticated ? SESSION_AUTHENTICATED_NOTE : SESSION_NOT_AUTHENTICATED_NOTE}`);
   return lines.join("\n");
 }
@@ -43,11 +33,7 @@ export function renderSessionText(r: SessionReport): string {
 /** `signed by <keyid> — covers …`, or why the session is not authenticated. */
 function authenticationLine(r: SessionReport): string {
   const a = r.authentication;
-  if (!a.keysGiven) return "not authenticated (no --public-key)";
-  if (!a.authenticated || a.covered === null) {
-    const why = r.reasons.find((f) => AUTHENTICATION_CODES.has(f.code))?.code;
-    return `not authenticated${why === undefined ? "" : ` (${why})`}`;
-  }
+  if (!a.authenticated || a.covered === null) return notAuthenticatedLine(a.keysGiven, r.reasons, SESSION_AUTHENTICATION_CODES);
   const logs = Object.entries(a.covered.logs).map(([name, head]) => `${printable(name)} ${head.count} records`);
   const stops = `${a.stops} stop envelope${a.stops === 1 ? "" : "s"}`;
   const checkpoints = `${a.checkpoints} checkpoint${a.checkpoints === 1 ? "" : "s"}`;
@@ -58,7 +44,7 @@ export function renderSessionJson(r: SessionReport): string {
   const a = r.authentication;
   return JSON.stringify({
     verdict: r.verdict,
-    reasons: r.reasons.map(({ code, file, message }) => ({ code, file, message })),
+    reasons: reasonsJson(r.reasons),
     kind: r.kind,
     session_id: r.session_id,
     events: r.events,

@@ -64,10 +64,7 @@ export interface StopClaims {
 
 export function readStopClaims(stops: StopsState, trusted: readonly TrustedKey[], sessionId: string): StopClaims {
   const findings: Finding[] = [];
-  if (stops.kind === "problem") {
-    const code = stops.problem === "not_regular" ? "file_not_regular" : stops.problem === "too_large" ? "file_too_large" : "file_unreadable";
-    return { claims: [], envelopes: 0, findings: [unknownFinding(code, SESSION_FILES.stopsDir, stops.message)] };
-  }
+  if (stops.kind === "problem") return { claims: [], envelopes: 0, findings: [problemFinding(stops, SESSION_FILES.stopsDir)] };
   const claims: StopClaim[] = [];
   let expected = 1;
   for (const entry of stops.entries) {

@@ -2,11 +2,11 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, statSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { EventsStore, type EventsStoreOptions, type FaultOp, maxLogFileBytes } from "../../../src/events/store/events-store.ts";
+import { EventsStore, type EventsStoreOptions, maxLogFileBytes } from "../../../src/events/store/events-store.ts";
 import { serializeAdd } from "../../../src/events/store/pending-log.ts";
 import type { PendingEntry } from "../../../src/events/types.ts";
 import { setQuiet } from "../../../src/shared/log.ts";
-import { logFile, rejection, snapFile, storeHarness } from "../../helpers/events-store.ts";
+import { faults, logFile, rejection, snapFile, storeHarness } from "../../helpers/events-store.ts";
 
 const DEFAULTS: EventsStoreOptions = { maxPending: 5000, maxPendingBytes: 16 * 1024 * 1024 };
 const { setup, openStore } = storeHarness("vigil-unit-events-store-durability", DEFAULTS, () => setQuiet(false));
@@ -16,22 +16,6 @@ function ev(i: number, pad = 0): Omit<PendingEntry, "seq"> {
 }
 const addLine = (seq: number, pad = 0) => serializeAdd({ ...ev(seq, pad), seq } as PendingEntry);
 const seqs = (s: EventsStore) => s.pending().map((e) => e.seq);
-
-/** A fault seam that throws at the named step while armed (a count of times, or forever). */
-function faults() {
-  const armed = new Map<FaultOp, number>();
-  return {
-    arm: (op: FaultOp, times = 1) => armed.set(op, times),
-    disarm: () => armed.clear(),
-    fn: (op: FaultOp) => {
-      const left = armed.get(op) ?? 0;
-      if (left <= 0) return;
-      armed.set(op, left - 1);
-      throw Object.assign(new Error(`EIO: injected at ${op}`), { code: "EIO" });
-    },
-  };
-}
-
 
 /** 600 entries of about 2 KiB (over 1 MiB of log), then all but every 100th marked done. */
 async function mostlyDead(s: EventsStore): Promise<number[]> {

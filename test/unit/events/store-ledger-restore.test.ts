@@ -7,18 +7,18 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
-import { chainAnchor, checkChain } from "../../../src/evidence/chain.ts";
+import { chainAnchor } from "../../../src/evidence/chain.ts";
 import type { EventsStoreOptions, FaultOp } from "../../../src/events/store/events-store.ts";
 import { subscriptionKey } from "../../../src/events/rules/key.ts";
 import type { PendingEntry } from "../../../src/events/types.ts";
 import { canonicalSha256, sha256Hex } from "../../../src/shared/digest.ts";
 import { setQuiet } from "../../../src/shared/log.ts";
 import { FakeScheduler } from "../../helpers/fake-scheduler.ts";
-import { logFile, rejection, storeHarness } from "../../helpers/events-store.ts";
+import { LEDGER_SOURCE } from "../../helpers/events-ledger.ts";
+import { expectLedgerChained, ledgerFile, ledgerRecords, logFile, rejection, storeHarness } from "../../helpers/events-store.ts";
 import { waitFor } from "../../helpers/wait.ts";
 
-const SOURCE = "vigil://test/ledger";
+const SOURCE = LEDGER_SOURCE;
 const SESSION = "s1";
 const LEDGER = { eventSource: SOURCE, sessionId: SESSION };
 const DEFAULTS: EventsStoreOptions = { maxPending: 5000, maxPendingBytes: 16 * 1024 * 1024 };
@@ -30,16 +30,13 @@ const FACTS = { subscriptionKey: subscriptionKey("tickets", "build.finished", { 
 const entry = (i: number): Omit<PendingEntry, "seq"> => ({ action: "follow_up", server: "tickets", name: "build.finished", arguments: { repo: "a" }, event: { eventId: `e${i}`, data: { n: i } } });
 const gapEntry: Omit<PendingEntry, "seq"> = { action: "steer", server: "tickets", name: "ticket.updated", arguments: {}, event: { gap: true, cursor: "c7", reason: "truncated", eventId: null } };
 
-const ledgerFile = (dir: string) => join(dir, "events.ndjson");
-const ledgerLines = (dir: string) => (existsSync(ledgerFile(dir)) ? readFileSync(ledgerFile(dir), "utf8").split("\n").filter((l) => l !== "") : []);
-const records = (dir: string) => ledgerLines(dir).map((l) => JSON.parse(l) as { type: string; vigilseq: number; data: Record<string, any> });
 
 /** The ledger's accounting as `vigil verify` does it: seqs queued and not settled, and seqs settled that were never queued. */
 function accounting(dir: string) {
   const queued = new Set<number>();
   const pending = new Set<number>();
   const unknown: number[] = [];
-  for (const r of records(dir)) {
+  for (const r of ledgerRecords(dir)) {
     if ((r.type.endsWith(".received.v1") || r.type.endsWith(".gap.v1")) && r.data.seq !== null) (queued.add(r.data.seq), pending.add(r.data.seq));
     const settled: number[] = r.type.endsWith(".delivered.v1") ? r.data.seqs : r.type.endsWith(".dropped.v1") ? [r.data.seq] : [];
     for (const s of settled) (queued.has(s) ? pending.delete(s) : unknown.push(s));
@@ -47,12 +44,7 @@ function accounting(dir: string) {
   return { pending: [...pending].sort((a, b) => a - b), unknown };
 }
 
-function chained(dir: string) {
-  const lines = ledgerLines(dir);
-  const r = checkChain(lines.map((l) => ({ raw: Buffer.from(l), value: JSON.parse(l) })), ANCHOR);
-  expect(r.break).toBeNull();
-  return r.head;
-}
+const chained = (dir: string) => expectLedgerChained(dir, SESSION);
 
 /** A pending log written without the ledger: two events and a gap queued, one of them done. */
 async function queuedWithoutLedger(dir: string): Promise<number[]> {
@@ -77,7 +69,7 @@ describe("first open of the ledger over live entries", () => {
     await s.commit();
     expect(written).toEqual([3]);
     expect(s.ledger!.pendingSeqs()).toEqual(live);
-    const recs = records(dir);
+    const recs = ledgerRecords(dir);
     expect(recs.map((r) => r.type)).toEqual(["vigil.mcp.event.received.v1", "vigil.mcp.event.gap.v1", "vigil.mcp.event.received.v1"]);
     expect(recs[0]!.data).toEqual({
       session_id: SESSION, seq: live[0], server: "tickets", event_name: "build.finished", subscription_key_sha256: sha256Hex(FACTS.subscriptionKey),

@@ -7,16 +7,16 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { appendFileSync, existsSync, readFileSync, truncateSync, unlinkSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { chainAnchor, checkChain } from "../../../src/evidence/chain.ts";
-import type { ArrivalFacts, EventsStore, EventsStoreOptions, FaultOp } from "../../../src/events/store/events-store.ts";
+import { chainAnchor } from "../../../src/evidence/chain.ts";
+import type { ArrivalFacts, EventsStore, EventsStoreOptions } from "../../../src/events/store/events-store.ts";
 import { serializeAdd } from "../../../src/events/store/pending-log.ts";
 import type { PendingEntry } from "../../../src/events/types.ts";
 import { sha256Hex } from "../../../src/shared/digest.ts";
 import { setQuiet } from "../../../src/shared/log.ts";
-import { logFile, rejection, storeHarness } from "../../helpers/events-store.ts";
+import { LEDGER_SOURCE } from "../../helpers/events-ledger.ts";
+import { expectLedgerChained, faults, ledgerFile, ledgerLines, ledgerRecords, logFile, rejection, storeHarness } from "../../helpers/events-store.ts";
 
-const SOURCE = "vigil://test/ledger";
+const SOURCE = LEDGER_SOURCE;
 const SESSION = "s1";
 const LEDGER = { eventSource: SOURCE, sessionId: SESSION };
 const DEFAULTS: EventsStoreOptions = { maxPending: 5000, maxPendingBytes: 16 * 1024 * 1024 };
@@ -30,20 +30,7 @@ function ev(i: number, pad = 0): Omit<PendingEntry, "seq"> {
   return { action: "follow_up", server: "tickets", name: "build.finished", arguments: {}, event: { eventId: `e${i}`, data: "x".repeat(pad) } };
 }
 
-const ledgerFile = (dir: string) => join(dir, "events.ndjson");
-function ledgerLines(dir: string): string[] {
-  if (!existsSync(ledgerFile(dir))) return [];
-  return readFileSync(ledgerFile(dir), "utf8").split("\n").filter((l) => l !== "");
-}
-const ledgerRecords = (dir: string) => ledgerLines(dir).map((l) => JSON.parse(l) as { type: string; id: string; vigilseq: number; data: Record<string, any> });
-
-/** The ledger's chain checks from the session's anchor; returns its head. */
-function chained(dir: string) {
-  const lines = ledgerLines(dir);
-  const r = checkChain(lines.map((l) => ({ raw: Buffer.from(l), value: JSON.parse(l) })), ANCHOR);
-  expect(r.break).toBeNull();
-  return r.head;
-}
+const chained = (dir: string) => expectLedgerChained(dir, SESSION);
 
 /** The ledger records embedded in the pending log, in file order. */
 const embedded = (dir: string) =>
@@ -60,19 +47,6 @@ function ledgerPending(dir: string): number[] {
   return [...pending].sort((a, b) => a - b);
 }
 
-function faults() {
-  const armed = new Map<FaultOp, number>();
-  return {
-    arm: (op: FaultOp, times = 1) => armed.set(op, times),
-    disarm: () => armed.clear(),
-    fn: (op: FaultOp) => {
-      const left = armed.get(op) ?? 0;
-      if (left <= 0) return;
-      armed.set(op, left - 1);
-      throw Object.assign(new Error(`EIO: injected at ${op}`), { code: "EIO" });
-    },
-  };
-}
 
 const seqsOf = (s: EventsStore) => s.pending().map((e) => e.seq);
 

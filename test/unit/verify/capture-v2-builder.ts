@@ -15,13 +15,14 @@ import { wrapSessionStatement } from "../../../src/evidence/session-statement.ts
 import { CHECKPOINT_TYPE } from "../../../src/evidence/statement.ts";
 import { sha256Hex } from "../../../src/shared/digest.ts";
 import type { CaptureFileName, CaptureInput, FileState } from "../../../src/verify/capture-input.ts";
+import { MISSING, readState } from "./golden-input.ts";
 
 export const F = CAPTURE_FILES;
 export const D = F.decisions;
 export const R = F.receipts;
 export const CP = F.checkpoints;
 export const ENV = F.envelope;
-export const MISSING: FileState = { kind: "problem", problem: "missing", message: "missing" };
+export { MISSING, readState };
 
 export interface TestKey {
   signer: Signer;
@@ -33,11 +34,6 @@ export function testKey(file = "test.pub"): TestKey {
   const keyid = keyIdOf(publicKey);
   return { signer: ed25519Signer(keyid, privateKey), trusted: { keyid, key: publicKey, file } };
 }
-
-export const readState = (bytes: Uint8Array | string): FileState => {
-  const b = typeof bytes === "string" ? Buffer.from(bytes) : bytes;
-  return { kind: "read", bytes: b, sha256: sha256Hex(b) };
-};
 
 const VERSION = "0.2.0";
 const BINARY = "e".repeat(64);

@@ -11,7 +11,9 @@ import { CAPTURE, type CaptureKind, goldenDir, sha256Hex } from "../../helpers/c
 
 const PARSED: CaptureFileName[] = [CAPTURE.manifest, CAPTURE.context, CAPTURE.stop, CAPTURE.decisions, CAPTURE.receipts];
 
-export function readState(bytes: Uint8Array): FileState {
+/** A file read whole (a string is taken as its UTF-8 bytes). */
+export function readState(content: Uint8Array | string): FileState {
+  const bytes = typeof content === "string" ? Buffer.from(content) : content;
   return { kind: "read", bytes, sha256: sha256Hex(bytes) };
 }
 

@@ -3,11 +3,9 @@
  * ledger-records.ts, dsse.ts, serve-stop.ts, the checkpoint payload of checkpoints.ts), as a
  * SessionInput for the pure verifier. Tests then edit the bytes to tamper with them.
  */
-import { generateKeyPairSync } from "node:crypto";
 import { Chain, chainAnchor } from "../../../src/evidence/chain.ts";
-import { CHECKPOINT_PAYLOAD_TYPE, IN_TOTO_PAYLOAD_TYPE, type Signer, type TrustedKey, ed25519Signer, signEnvelope } from "../../../src/evidence/dsse.ts";
+import { CHECKPOINT_PAYLOAD_TYPE, IN_TOTO_PAYLOAD_TYPE, signEnvelope } from "../../../src/evidence/dsse.ts";
 import { SESSION_FILES } from "../../../src/evidence/format.ts";
-import { keyIdOf } from "../../../src/evidence/keys.ts";
 import { type LedgerAction, deliveredRecord, droppedRecord, gapRecord, receivedRecord } from "../../../src/evidence/ledger-records.ts";
 import { decisionEvent } from "../../../src/evidence/records.ts";
 import { type ServeStopReason, serveStopStatement } from "../../../src/evidence/serve-stop.ts";
@@ -15,22 +13,13 @@ import { CHECKPOINT_TYPE, type Statement } from "../../../src/evidence/statement
 import { sha256Hex } from "../../../src/shared/digest.ts";
 import type { FileState } from "../../../src/verify/capture-input.ts";
 import type { SessionInput } from "../../../src/verify/session/session-input.ts";
+import { type TestKey, testKey } from "./capture-v2-builder.ts";
+import { MISSING, readState } from "./golden-input.ts";
 
 export const D = SESSION_FILES.decisions;
 export const E = SESSION_FILES.events;
 export const C = SESSION_FILES.checkpoints;
-export const MISSING: FileState = { kind: "problem", problem: "missing", message: "missing" };
-
-export interface TestKey {
-  signer: Signer;
-  trusted: TrustedKey;
-}
-
-export function testKey(file = "test.pub"): TestKey {
-  const { publicKey, privateKey } = generateKeyPairSync("ed25519");
-  const keyid = keyIdOf(publicKey);
-  return { signer: ed25519Signer(keyid, privateKey), trusted: { keyid, key: publicKey, file } };
-}
+export { type TestKey, testKey };
 
 const SUB = "a".repeat(64);
 const PAYLOAD = "b".repeat(64);
@@ -130,25 +119,21 @@ export class SessionBuilder {
   }
 
   input(): SessionInput {
-    const state = (file: string): FileState => (this.exists[file] ? read(this.bytes(file)) : MISSING);
+    const state = (file: string): FileState => (this.exists[file] ? readState(this.bytes(file)) : MISSING);
     return {
       name: this.name,
       decisions: state(D),
       events: state(E),
       checkpoints: state(C),
-      stops: { kind: "read", entries: this.stops.map((bytes, i) => ({ n: i + 1, file: `stops/${i + 1}.dsse.json`, state: read(bytes) })) },
+      stops: { kind: "read", entries: this.stops.map((bytes, i) => ({ n: i + 1, file: `stops/${i + 1}.dsse.json`, state: readState(bytes) })) },
     };
   }
-}
-
-export function read(bytes: Uint8Array): FileState {
-  return { kind: "read", bytes, sha256: sha256Hex(bytes) };
 }
 
 /** The input with one file's bytes replaced. */
 export function withBytes(input: SessionInput, file: typeof D | typeof E | typeof C, bytes: Uint8Array): SessionInput {
   const key = file === D ? "decisions" : file === E ? "events" : "checkpoints";
-  return { ...input, [key]: read(bytes) };
+  return { ...input, [key]: readState(bytes) };
 }
 
 /** The lines of a file of the input (each without its newline), and their bytes back. */

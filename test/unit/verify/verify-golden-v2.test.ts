@@ -11,41 +11,25 @@ import { loadSession } from "../../../src/verify/session/load-session.ts";
 import { verifySession } from "../../../src/verify/session/verify-session.ts";
 import { loadCapture } from "../../../src/verify/load-capture.ts";
 import { verifyCapture } from "../../../src/verify/verify-capture.ts";
-import { CAPTURE_KINDS, type CaptureKind } from "../../helpers/capture.ts";
-import { GOLDEN_PUBLIC_KEY, GOLDEN_SESSION, SIGNED_KINDS, type SignedKind, goldenSessionDir, goldenV2Dir, goldenV2SignedDir } from "../../helpers/goldens-v2.ts";
+import { CAPTURE_KINDS } from "../../helpers/capture.ts";
+import { type GoldenVerdict, SIGNED_KEYED, SIGNED_OTHER_KEY, SIGNED_UNKEYED, UNKEYED, unsignedKeyed } from "../../helpers/golden-v2-verdicts.ts";
+import { GOLDEN_PUBLIC_KEY, GOLDEN_SESSION, SIGNED_KINDS, goldenSessionDir, goldenV2Dir, goldenV2SignedDir } from "../../helpers/goldens-v2.ts";
 import { testKey } from "./capture-v2-builder.ts";
 import { captureInputOf, goldenInput } from "./golden-input.ts";
 
 const GOLDEN = loadPublicKey(GOLDEN_PUBLIC_KEY);
 const OTHER = testKey("other.pub").trusted;
 
-type Got = { verdict: string; codes: string[] };
-const capture = (dir: string, trusted: TrustedKey[]): Got & { authenticated: boolean } => {
+const capture = (dir: string, trusted: TrustedKey[]): GoldenVerdict & { authenticated: boolean } => {
   const r = verifyCapture(captureInputOf(dir), { requireReceipts: false, trusted });
   return { verdict: r.verdict, codes: r.reasons.map((f) => f.code), authenticated: r.authentication.authenticated };
-};
-
-const UNKEYED: Record<CaptureKind, Got> = {
-  clean: { verdict: "closed", codes: [] },
-  exit7: { verdict: "closed", codes: [] },
-  sigkill: { verdict: "closed", codes: [] },
-  poisoned: { verdict: "incomplete", codes: ["decision_events_lost"] },
-};
-const SIGNED_UNKEYED: Record<SignedKind, Got> = { ...UNKEYED, died: { verdict: "unknown", codes: ["file_missing", "stop_missing"] } };
-const SIGNED_KEYED: Record<SignedKind, Got> = { ...UNKEYED, died: { verdict: "incomplete", codes: ["stop_missing_checkpointed"] } };
-const SIGNED_OTHER_KEY: Record<SignedKind, string[]> = {
-  clean: ["key_untrusted", "key_untrusted"],
-  exit7: ["key_untrusted", "key_untrusted"],
-  sigkill: ["key_untrusted", "key_untrusted"],
-  poisoned: ["decision_events_lost", "key_untrusted", "key_untrusted"],
-  died: ["key_untrusted", "stop_missing"],
 };
 
 describe("v1 goldens with a key", () => {
   for (const kind of CAPTURE_KINDS) {
     test(`${kind}: unknown, signature_missing added`, () => {
       const r = verifyCapture(goldenInput(kind), { requireReceipts: false, trusted: [GOLDEN] });
-      expect({ verdict: r.verdict as string, codes: r.reasons.map((f): string => f.code) }).toEqual({ verdict: "unknown", codes: [...UNKEYED[kind].codes, "signature_missing"] });
+      expect({ verdict: r.verdict, codes: r.reasons.map((f): string => f.code) }).toEqual(unsignedKeyed(kind));
     });
   }
 });
@@ -54,7 +38,7 @@ describe("unsigned v2 goldens", () => {
   for (const kind of CAPTURE_KINDS) {
     test(`${kind}: ${UNKEYED[kind].verdict} without keys, unknown (signature_missing) with the golden key`, () => {
       expect(capture(goldenV2Dir(kind), [])).toEqual({ ...UNKEYED[kind], authenticated: false });
-      expect(capture(goldenV2Dir(kind), [GOLDEN])).toEqual({ verdict: "unknown", codes: [...UNKEYED[kind].codes, "signature_missing"], authenticated: false });
+      expect(capture(goldenV2Dir(kind), [GOLDEN])).toEqual({ ...unsignedKeyed(kind), authenticated: false });
     });
   }
 });

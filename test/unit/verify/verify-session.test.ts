@@ -8,7 +8,8 @@ import { chainAnchor } from "../../../src/evidence/chain.ts";
 import type { SessionInput } from "../../../src/verify/session/session-input.ts";
 import { renderSessionJson, renderSessionText } from "../../../src/verify/session/render-session.ts";
 import { verifySession } from "../../../src/verify/session/verify-session.ts";
-import { C, D, E, SessionBuilder, type TestKey, joinLines, linesOf, read, testKey, withBytes } from "./session-builder.ts";
+import { readState } from "./golden-input.ts";
+import { C, D, E, SessionBuilder, type TestKey, joinLines, linesOf, testKey, withBytes } from "./session-builder.ts";
 
 const KEY = testKey();
 const OTHER = testKey("other.pub");
@@ -258,7 +259,7 @@ describe("with keys", () => {
     const stop = input.stops.kind === "read" ? input.stops.entries[0]! : null;
     const env = JSON.parse(Buffer.from((stop!.state as { bytes: Uint8Array }).bytes).toString());
     env.payload = Buffer.from(Buffer.from(env.payload, "base64").toString().replace('"closed"', '"reaped"')).toString("base64");
-    stop!.state = read(Buffer.from(JSON.stringify(env)));
+    stop!.state = readState(Buffer.from(JSON.stringify(env)));
     expect(codes(input, [KEY])).toEqual(["signature_invalid"]);
   });
 
