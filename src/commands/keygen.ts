@@ -11,7 +11,7 @@ const USAGE = "usage: vigil keygen --out PREFIX";
 
 // keygen's one flag table: citty renders --help from it, parseKeygenArgs scans against it.
 const KEYGEN_FLAGS = {
-  out: { type: "string", description: "Write PREFIX.key (private, 0600) and PREFIX.pub (public); neither may exist", valueHint: "PREFIX" },
+  out: { type: "string", description: "Required: write PREFIX.key (private, 0600) and PREFIX.pub (public); neither may exist", valueHint: "PREFIX" },
 } as const satisfies FlagTable;
 
 /** `keygen --out PREFIX`: the prefix, whose directory must exist (it is never created). */

@@ -88,8 +88,11 @@ export function verifyEnvelope(envelope: unknown, trusted: readonly TrustedKey[]
     if (sig.length === 64 && verify(null, message, key.key, sig)) return { ok: true, keyid: key.keyid, payload };
   }
   if (!named) {
-    const ids = env.signatures.map((s) => s.keyid.slice(0, 16)).join(", ");
-    return { ok: false, code: "key_untrusted", message: `signed by key ${ids || "(none)"}, which is not trusted` };
+    // Shortened (the operator compares them with keygen's output), with the keys given: which key to look for.
+    const short = (id: string) => (id.length > 16 ? `${id.slice(0, 16)}…` : id);
+    const ids = env.signatures.map((s) => short(s.keyid)).join(", ");
+    const given = trusted.map((k) => short(k.keyid)).join(", ");
+    return { ok: false, code: "key_untrusted", message: `signed by key ${ids || "(none)"}, which is not trusted (trusted: ${given || "none"})` };
   }
   return { ok: false, code: "signature_invalid", message: "the signature does not verify under the trusted key it names" };
 }

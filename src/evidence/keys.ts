@@ -10,7 +10,7 @@
  *   names the file — never its contents.
  */
 import { type KeyObject, createHash, createPrivateKey, createPublicKey, generateKeyPairSync } from "node:crypto";
-import { closeSync, constants, fsyncSync, lstatSync, openSync, opendirSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, constants, fsyncSync, lstatSync, realpathSync, openSync, opendirSync, unlinkSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { readBounded } from "../shared/durable/bounded-file.ts";
 import { VigilError, errnoCode, errorMessage } from "../shared/errors.ts";
@@ -28,37 +28,61 @@ export function keyIdOf(publicKey: KeyObject): string {
 const keyError = (message: string, cause?: unknown) =>
   new VigilError("usage", message, cause === undefined ? {} : { cause });
 
+const PUBLIC_PEM = "-----BEGIN PUBLIC KEY-----";
+// keygen writes PREFIX.pub next to PREFIX.key: the likeliest wrong file, and 0644, so without this
+// the operator would be told to chmod a public key.
+const publicKeyGiven = (path: string) =>
+  keyError(`signing key ${path}: a public key; give its private key (PREFIX.key from vigil keygen) — the .pub is for verify --public-key`);
+
+/** Whether the file is a PEM public key (only its header is looked at; the bytes are wiped). */
+function holdsPublicKey(path: string): boolean {
+  const r = readBounded(path, KEY_FILE_MAX_BYTES);
+  if (!r.ok) return false;
+  const found = r.bytes.includes(PUBLIC_PEM);
+  r.bytes.fill(0);
+  return found;
+}
+
+/** "not an Ed25519 key (its type is ec)": node's type names, no article to get wrong. */
+const typeProblem = (type: string | undefined) => `not an Ed25519 key (its type is ${type ?? "not asymmetric"})`;
+
 /** Reads and parses the signing key, or throws a usage error naming the file and what is wrong. */
 export function loadSigningKey(path: string): Signer {
+  // A link is followed (a Kubernetes secret volume mounts each key as a symlink into ..data/);
+  // every check below is of the file it leads to, and that file is what is read.
+  let real: string;
   let st: ReturnType<typeof lstatSync>;
   try {
-    st = lstatSync(path);
+    real = realpathSync(path);
+    st = lstatSync(real);
   } catch (e) {
     throw keyError(`signing key ${path}: ${errnoCode(e) === "ENOENT" ? "no such file" : errorMessage(e)}`, e);
   }
   if (!st.isFile()) throw keyError(`signing key ${path}: not a regular file`);
   if ((st.mode & 0o077) !== 0) {
+    if (holdsPublicKey(real)) throw publicKeyGiven(path);
     throw keyError(`signing key ${path}: readable or writable by group/others (mode ${(st.mode & 0o777).toString(8).padStart(4, "0")}); chmod 600 it`);
   }
-  const r = readBounded(path, KEY_FILE_MAX_BYTES);
+  const r = readBounded(real, KEY_FILE_MAX_BYTES);
   if (!r.ok) throw keyError(`signing key ${path}: ${r.message}`);
   let key: KeyObject;
   try {
     key = createPrivateKey({ key: r.bytes, format: "pem" });
   } catch {
     // The parser's message can quote the input: say what is wrong, never what the file holds.
+    if (r.bytes.includes(PUBLIC_PEM)) throw publicKeyGiven(path);
     throw keyError(`signing key ${path}: not a PKCS#8 PEM private key`);
   } finally {
     r.bytes.fill(0);
   }
-  if (key.asymmetricKeyType !== "ed25519") throw keyError(`signing key ${path}: a ${key.asymmetricKeyType ?? "non-asymmetric"} key, expected Ed25519`);
+  if (key.asymmetricKeyType !== "ed25519") throw keyError(`signing key ${path}: ${typeProblem(key.asymmetricKeyType)}; create one with vigil keygen`);
   return ed25519Signer(keyIdOf(createPublicKey(key)), key);
 }
 
 /** Reads one SPKI PEM public key (bounded), or throws a usage error. */
 export function loadPublicKey(path: string): TrustedKey {
   const r = readBounded(path, KEY_FILE_MAX_BYTES);
-  if (!r.ok) throw keyError(`public key ${path}: ${r.message}`);
+  if (!r.ok) throw keyError(`public key ${path}: ${r.problem === "missing" ? "no such file" : r.message}`);
   // createPublicKey also derives a public key from a private one: a verifier must never be handed
   // (and so hold) signing material by mistake.
   if (r.bytes.includes("PRIVATE KEY")) {
@@ -71,7 +95,7 @@ export function loadPublicKey(path: string): TrustedKey {
   } catch {
     throw keyError(`public key ${path}: not an SPKI PEM public key`);
   }
-  if (key.asymmetricKeyType !== "ed25519") throw keyError(`public key ${path}: a ${key.asymmetricKeyType ?? "non-asymmetric"} key, expected Ed25519`);
+  if (key.asymmetricKeyType !== "ed25519") throw keyError(`public key ${path}: ${typeProblem(key.asymmetricKeyType)}`);
   return { keyid: keyIdOf(key), key, file: path };
 }
 
@@ -82,7 +106,10 @@ export function loadTrustedKeys(dir: string): TrustedKey[] {
   try {
     handle = opendirSync(dir);
   } catch (e) {
-    throw keyError(`trusted keys ${dir}: ${errorMessage(e)}`, e);
+    const code = errnoCode(e);
+    const why =
+      code === "ENOENT" ? "no such directory" : code === "ENOTDIR" ? "not a directory (give the directory holding the .pub files, or --public-key FILE)" : errorMessage(e);
+    throw keyError(`trusted keys ${dir}: ${why}`, e);
   }
   try {
     for (let entry = handle.readSync(); entry !== null; entry = handle.readSync()) {
@@ -130,7 +157,7 @@ function writeNew(path: string, text: string, mode: number): void {
   try {
     fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
   } catch (e) {
-    throw keyError(`keygen: cannot create ${path}: ${errnoCode(e) === "EEXIST" ? "it already exists" : errorMessage(e)}`, e);
+    throw keyError(`keygen: cannot create ${path}: ${errnoCode(e) === "EEXIST" ? "it already exists (keygen never overwrites a key: choose another --out, or remove the old pair)" : errorMessage(e)}`, e);
   }
   try {
     // A stricter umask may narrow the mode (a public key that is less readable is still correct); it cannot widen it.

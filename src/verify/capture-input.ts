@@ -21,9 +21,13 @@ export const BOUNDS = {
   decisionLines: 10_000,
   receiptBytes: 8 * 1024 * 1024,
   receiptLines: 100_000,
-  /** checkpoints.ndjson: one signed line per 1,000 records or 60 s. */
-  checkpointBytes: 8 * 1024 * 1024,
-  checkpointLines: 10_000,
+  /**
+   * checkpoints.ndjson: one signed line per 1,000 records, or per 60 s while records are written —
+   * at most one per record. 100,000 lines (~700 bytes each) is 69 days of a record a minute at the
+   * default interval; a longer session should checkpoint less often (README "Signed evidence").
+   */
+  checkpointBytes: 64 * 1024 * 1024,
+  checkpointLines: 100_000,
   /** capture.dsse.json (and each serve stop envelope): a statement over a handful of files. */
   envelopeBytes: 256 * 1024,
   /** server-stderr.log is only hashed (streamed), never parsed. */

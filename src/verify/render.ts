@@ -82,7 +82,7 @@ export function authenticationLine(r: VerifyReport): string {
 }
 
 function coverage(c: NonNullable<Authentication["covered"]>): string {
-  const logs = Object.entries(c.logs).map(([name, head], i) => `${printable(name.replace(/\.ndjson$/, ""))} ${head.count}${i === 0 ? " records" : ""}`);
+  const logs = Object.entries(c.logs).map(([name, head], i) => `${printable(name.replace(/\.ndjson$/, ""))} ${head.count}${i === 0 ? ` record${head.count === 1 ? "" : "s"}` : ""}`);
   const checkpoints = `${c.checkpoints} checkpoint${c.checkpoints === 1 ? "" : "s"}`;
   // Without files, only checkpoints sign: a session that ended without its stop record.
   const files = c.files.length === 0 ? "checkpoints only: covers" : `covers ${c.files.length} file${c.files.length === 1 ? "" : "s"},`;

@@ -100,7 +100,8 @@ export function loadVerifyKeys(a: Pick<VerifyArgs, "publicKeys" | "trustedKeys">
     }
     if (a.trustedKeys !== null) for (const k of loadTrustedKeys(a.trustedKeys)) if (!keys.has(k.keyid)) keys.set(k.keyid, k);
   } catch (e) {
-    throw usage(errorMessage(e));
+    // Well-formed arguments naming a bad key: the usage hint would not help.
+    throw new VigilError("usage", `verify: ${errorMessage(e)}`, { exitCode: VERIFY_USAGE_EXIT });
   }
   return [...keys.values()];
 }

@@ -63,8 +63,8 @@ export const WRAP_FLAGS = {
   "max-message-bytes": { type: "string", description: "Per-message cap, both directions (default 33554432)" },
   "shutdown-grace-ms": { type: "string", description: "Grace after closing the server's stdin (default 3000)" },
   "on-evidence-failure": { type: "string", description: "deny (default) or continue" },
-  "signing-key": { type: "string", description: "Ed25519 key (vigil keygen) signing checkpoints and the capture; needs --capture-dir", valueHint: "FILE" },
-  "checkpoint-every": { type: "string", description: "Signed checkpoint after N records (default 1000; needs --signing-key)", valueHint: "N" },
+  "signing-key": { type: "string", description: "Ed25519 key from vigil keygen (mode 0600) signing checkpoints and the capture; needs --capture-dir", valueHint: "FILE" },
+  "checkpoint-every": { type: "string", description: "Signed checkpoint after every N records (default 1000; needs --signing-key)", valueHint: "N" },
   "checkpoint-seconds": { type: "string", description: "Signed checkpoint every S seconds while records are written (default 60; needs --signing-key)", valueHint: "S" },
 } as const satisfies FlagTable;
 

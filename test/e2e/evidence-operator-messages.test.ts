@@ -4,12 +4,12 @@
  * one line on stderr that says what is wrong and what to give instead, with the documented exit
  * (wrap 2, verify 64), and nothing is started.
  *
- * - wrap --signing-key given the .pub (0644 or 0600), a symbolic link, or a key of another type;
+ * - wrap --signing-key given the .pub (0644 or 0600), a key of another type; a symbolic link is followed;
  * - verify --public-key / --trusted-keys naming nothing: "no such file" / "no such directory",
  *   without the usage hint (the arguments were well formed);
  * - keygen over an existing file says how to go on;
  * - verify with the wrong key names the key that signed and the keys that were trusted;
- * - a serve session directory copied under another name names both names;
+ * - a serve session directory copied under another name names both names; one record is "1 record";
  * - `vigil --help` and `vigil verify --help` say that verify also reads serve session directories.
  */
 import { describe, expect, test } from "bun:test";
@@ -19,7 +19,7 @@ import { join } from "node:path";
 import { GOLDEN_ROOT, runVerify } from "../helpers/capture.ts";
 import { e2eSuite } from "../helpers/e2e.ts";
 import { type TmpDir, tmpDir } from "../helpers/fixture.ts";
-import { EVENT_SOURCE, REPO_ROOT, runVigil } from "../helpers/wrap.ts";
+import { EVENT_SOURCE, REPO_ROOT, VIGIL_BIN, runVigil } from "../helpers/wrap.ts";
 
 const cleanups = e2eSuite();
 
@@ -67,12 +67,20 @@ describe("wrap --signing-key given the wrong file", () => {
     expect(await wrapRefused(copy)).toBe(`vigil: signing key ${copy}: ${hint}`);
   });
 
-  test("a symbolic link to a good key: said to be a link", async () => {
+  test("a symbolic link to a good key (how a Kubernetes secret volume mounts it) is followed; a link to a 0644 key is refused by the target's mode", async () => {
     const tmp = scratch();
     const k = await keygen(tmp.file("ops"));
     const link = tmp.file("link.key");
     symlinkSync(k.key, link);
-    expect(await wrapRefused(link)).toBe(`vigil: signing key ${link}: a symbolic link; give the key file itself`);
+    const capture = tmp.file("capture");
+    const run = await runVigil(["wrap", "--allow-all", "--capture-dir", capture, "--event-source", EVENT_SOURCE, "--signing-key", link, "--", "/bin/sh", "-c", "exit 0"]);
+    expect(run.code).toBe(0);
+    const open = tmp.file("open.key");
+    cpSync(k.key, open);
+    chmodSync(open, 0o644);
+    const openLink = tmp.file("open-link.key");
+    symlinkSync(open, openLink);
+    expect(await wrapRefused(openLink)).toBe(`vigil: signing key ${openLink}: readable or writable by group/others (mode 0644); chmod 600 it`);
   });
 
   test("an EC key: its type named, without a broken article", async () => {
@@ -153,4 +161,26 @@ describe("help", () => {
     const verify = await runVigil(["verify", "--help"]);
     expect(verify.stdout).toContain("Check a wrap capture or a serve session directory offline: closed (0), incomplete (1) or unknown (2)");
   });
+});
+
+describe("a long signed session stays verifiable", () => {
+  test("a capture with more than 10,000 checkpoints (--checkpoint-every 1) verifies closed and authenticated", async () => {
+    const tmp = scratch();
+    const k = await keygen(tmp.file("ops"));
+    const capture = tmp.file("capture");
+    // Every request is a record (its receipt), and so a checkpoint: 10,101 of them.
+    const requests = [{ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } } }];
+    for (let i = 1; i <= 10_100; i++) requests.push({ jsonrpc: "2.0", id: i, method: "ping" } as never);
+    const input = tmp.file("input.ndjson");
+    writeFileSync(input, `${requests.map((r) => JSON.stringify(r)).join("\n")}\n`);
+    const proc = Bun.spawn(
+      [VIGIL_BIN, "wrap", "--allow-all", "--capture-dir", capture, "--event-source", EVENT_SOURCE, "--signing-key", k.key, "--checkpoint-every", "1", "--", process.execPath, join(REPO_ROOT, "test/fixtures/servers/fixture-server.ts")],
+      { stdin: Bun.file(input), stdout: "ignore", stderr: "pipe" },
+    );
+    expect(await proc.exited).toBe(0);
+    const r = runVerify([capture, "--json", "--public-key", k.pub]);
+    const doc = JSON.parse(r.stdout);
+    expect({ verdict: doc.verdict, authenticated: doc.authentication.authenticated }).toEqual({ verdict: "closed", authenticated: true });
+    expect(doc.authentication.covered.checkpoints).toBeGreaterThan(10_000);
+  }, 120_000);
 });

@@ -62,14 +62,14 @@ describe("vigil keygen", () => {
     const before = [readFileSync(`${dir}/k.key`), readFileSync(`${dir}/k.pub`)];
     const again = await runVigil(["keygen", "--out", `${dir}/k`]);
     expect({ code: again.code, stdout: again.stdout }).toEqual({ code: 2, stdout: "" });
-    expect(again.stderr).toBe(`vigil: keygen: cannot create ${dir}/k.key: it already exists\n`);
+    expect(again.stderr).toBe(`vigil: keygen: cannot create ${dir}/k.key: it already exists (keygen never overwrites a key: choose another --out, or remove the old pair)\n`);
     expect([readFileSync(`${dir}/k.key`), readFileSync(`${dir}/k.pub`)]).toEqual(before);
 
     // Only the public file exists: it stays, and no private key is left behind either.
     writeFileSync(`${dir}/p.pub`, "mine\n");
     const pubTaken = await runVigil(["keygen", "--out", `${dir}/p`]);
     expect({ code: pubTaken.code, stdout: pubTaken.stdout }).toEqual({ code: 2, stdout: "" });
-    expect(pubTaken.stderr).toBe(`vigil: keygen: cannot create ${dir}/p.pub: it already exists\n`);
+    expect(pubTaken.stderr).toBe(`vigil: keygen: cannot create ${dir}/p.pub: it already exists (keygen never overwrites a key: choose another --out, or remove the old pair)\n`);
     expect(readFileSync(`${dir}/p.pub`, "utf8")).toBe("mine\n");
     expect(existsSync(`${dir}/p.key`)).toBe(false);
   });

@@ -295,7 +295,7 @@ describe("refused keys: exit 2, nothing spawned", () => {
     const rsa = tmp.file("rsa.key");
     const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
     writeFileSync(rsa, privateKey.export({ type: "pkcs8", format: "pem" }), { mode: 0o600 });
-    expect((await refused(rsa)).stderr).toBe(`vigil: signing key ${rsa}: a rsa key, expected Ed25519\n`);
+    expect((await refused(rsa)).stderr).toBe(`vigil: signing key ${rsa}: not an Ed25519 key (its type is rsa); create one with vigil keygen\n`);
   });
 
   test("a missing key file", async () => {

@@ -34,7 +34,7 @@ export function renderSessionText(r: SessionReport): string {
 function authenticationLine(r: SessionReport): string {
   const a = r.authentication;
   if (!a.authenticated || a.covered === null) return notAuthenticatedLine(a.keysGiven, r.reasons, SESSION_AUTHENTICATION_CODES);
-  const logs = Object.entries(a.covered.logs).map(([name, head]) => `${printable(name)} ${head.count} records`);
+  const logs = Object.entries(a.covered.logs).map(([name, head]) => `${printable(name)} ${head.count} record${head.count === 1 ? "" : "s"}`);
   const stops = `${a.stops} stop envelope${a.stops === 1 ? "" : "s"}`;
   const checkpoints = `${a.checkpoints} checkpoint${a.checkpoints === 1 ? "" : "s"}`;
   return `signed by ${a.keyids.map(printable).join(", ")} — covers ${logs.join(", ")}; ${stops}, ${checkpoints}`;

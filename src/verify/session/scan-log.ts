@@ -156,7 +156,7 @@ function checkRecord(x: LogScanSpec, rec: Record<string, unknown>, i: number, wh
   if (rec.specversion !== "1.0") return report(x.codes.record, `${where}specversion is not 1.0`);
   if (rec.source !== x.source.value) return report("source_mismatch", `${where}source differs from the session's`);
   const data = rec.data as Record<string, unknown>;
-  if (data.session_id !== x.sessionId) return report(x.codes.session, `${where}belongs to another session`);
+  if (data.session_id !== x.sessionId) return report(x.codes.session, `${where}belongs to session ${JSON.stringify(String(data.session_id).slice(0, 64))}, not ${JSON.stringify(x.sessionId)} (a serve session is named by its directory: keep the name when copying it)`);
   // Against its own vigilseq, not its line: after a removed line the chain break says where, and
   // the records after it still count (a removed delivery then shows as the event it leaves pending).
   const seq = rec.vigilseq as number;

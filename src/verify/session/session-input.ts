@@ -13,8 +13,8 @@ import type { FileState } from "../capture-input.ts";
 export const SESSION_BOUNDS = {
   logBytes: 64 * 1024 * 1024,
   logLines: 250_000,
-  checkpointBytes: 8 * 1024 * 1024,
-  checkpointLines: 10_000,
+  checkpointBytes: 64 * 1024 * 1024,
+  checkpointLines: 100_000,
   stopEnvelopes: 10_000,
   envelopeBytes: 256 * 1024,
   /** All stop envelopes together: they are held in memory at once (10,000 × 256 KiB would be 2.5 GiB). */

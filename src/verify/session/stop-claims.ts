@@ -99,7 +99,7 @@ function readClaim(n: number, file: string, bytes: Uint8Array, trusted: readonly
   if (!r.success) return fail("envelope_invalid", `statement: ${firstIssue(r.issues)}`);
   const s = r.output;
   const p = s.predicate;
-  if (p.session_id !== sessionId) return fail("predicate_mismatch", `names session ${JSON.stringify(p.session_id.slice(0, 64))}, not this one`);
+  if (p.session_id !== sessionId) return fail("predicate_mismatch", `names session ${JSON.stringify(p.session_id.slice(0, 64))}, not ${JSON.stringify(sessionId)} (the directory's name)`);
   if (p.stop !== n) return fail("predicate_mismatch", `is stop ${p.stop}, but its file is stop ${n}`);
   const { pending: listed, pending_count: count, pending_sha256: sha256 } = p.events;
   if (listed.length !== Math.min(count, MAX_STOP_PENDING_LISTED) || listed.some((seq, i) => i > 0 && seq <= listed[i - 1]!)) {

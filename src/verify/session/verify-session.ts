@@ -178,7 +178,7 @@ export function verifySession(input: SessionInput, options: SessionVerifyOptions
         const head = scan.headAt(count);
         if (head !== null) covered[log] = { count, head };
         if (scan.lines > count) {
-          findings.push(lossFinding("not_covered", log, `${count} of ${scan.lines} records are covered by the last checkpoint or stop; the ${scan.lines - count} after them are signed by nothing`));
+          findings.push(lossFinding("not_covered", log, `${count} of ${scan.lines} records are covered by the last checkpoint or stop; the ${scan.lines - count} after them ${scan.lines - count === 1 ? "is" : "are"} signed by nothing`));
         }
       }
     }
