@@ -116,14 +116,19 @@ export function resumeChain(path: string, anchor: string, o: TailOptions = {}): 
   return { start: { count: 0, head: anchor }, cut: tail.cut, setAsideTo: to };
 }
 
-/** The `vigilseq` of a chained record's line, or null when the line is not one. Pure. */
-export function chainSeqOf(line: Uint8Array): number | null {
+/** The chain attributes of a record's line, or null when the line is not a chained record. Pure. */
+export function chainLinkOf(line: Uint8Array): { vigilseq: number; vigilprev: string } | null {
   const value = jsonOf(Buffer.from(line));
   if (typeof value !== "object" || value === null || Array.isArray(value)) return null;
   const { vigilseq, vigilprev } = value as { vigilseq?: unknown; vigilprev?: unknown };
   if (typeof vigilseq !== "number" || !Number.isSafeInteger(vigilseq) || vigilseq < 0) return null;
   if (typeof vigilprev !== "string" || !/^[0-9a-f]{64}$/.test(vigilprev)) return null;
-  return vigilseq;
+  return { vigilseq, vigilprev };
+}
+
+/** The `vigilseq` of a chained record's line, or null when the line is not one. Pure. */
+export function chainSeqOf(line: Uint8Array): number | null {
+  return chainLinkOf(line)?.vigilseq ?? null;
 }
 
 export interface CheckpointsResume {

@@ -19,7 +19,7 @@
  * A failure to write a checkpoint or a stop statement is one stderr line; the session goes on, and
  * its close goes on. The key is never logged: only its id appears in statements.
  */
-import { closeSync, constants, lstatSync, openSync, readSync, readdirSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { chainAnchor } from "../evidence/chain.ts";
 import { ChainedLog } from "../evidence/chained-log.ts";
@@ -32,7 +32,9 @@ import { publishRecordFile, sweepPublishTemps } from "../evidence/publish-file.t
 import { RecordWriteError } from "../evidence/record-file.ts";
 import { type ServeStopReason, nextStopNumber, serveStopStatement, stopFileName, stopNumberOf } from "../evidence/serve-stop.ts";
 import type { Subject } from "../evidence/statement.ts";
+import { sha256OfLines } from "../shared/digest.ts";
 import { VigilError, errnoCode, errorMessage } from "../shared/errors.ts";
+import { entryExists } from "../shared/durable/bounded-file.ts";
 import { logLine } from "../shared/log.ts";
 import { type Scheduler, realScheduler } from "../shared/time.ts";
 import type { ServeConfig } from "./config/schema.ts";
@@ -111,10 +113,10 @@ export class SessionEvidence {
         const cp = checkpointer;
         decisions = new ChainedLog(openLog(path, "decision log"), SESSION_FILES.decisions, resumed.start, cp === null ? undefined : () => cp.noteWritten());
         cp?.add(decisions);
-      } else if (exists(path)) {
+      } else if (entryExists(path)) {
         const start = resumeChain(path, chainAnchor(config.event_source, sessionId, SESSION_FILES.decisions), { log }).start;
         // An older vigil's log was set aside: no file is left, and nothing to name.
-        if (exists(path)) {
+        if (entryExists(path)) {
           oldDecisions = { name: SESSION_FILES.decisions, head: () => ({ ...start }), sync: () => true };
           checkpointer?.add(oldDecisions);
         }
@@ -196,7 +198,7 @@ export class SessionEvidence {
     for (const name of [SESSION_FILES.decisions, SESSION_FILES.events, SESSION_FILES.checkpoints]) {
       // A log's first `count` lines, as its predicate names them (past them: a line a failed write
       // left, which nothing names); the checkpoints file's complete lines (a torn last one is not).
-      const file = hashFile(join(this.dir, name), logs[name]?.count);
+      const file = sha256OfLines(join(this.dir, name), logs[name]?.count);
       if (file === null) continue;
       subjects.push({ name, digest: { sha256: file.sha256 } });
       if (name === SESSION_FILES.checkpoints) checkpointLines = file.lines;
@@ -244,67 +246,8 @@ function openLog(path: string, what: string): EvidenceLog {
   }
 }
 
-/** A line of an evidence file longer than this is not one vigil wrote (log-tail.ts refuses far less). */
-const MAX_OPEN_LINE_BYTES = 16 * 1024 * 1024;
-
 /** The stop file a temp name in stops/ is for (publish-file.ts), or null. */
 function stopTempTarget(name: string): string | null {
   const m = /^\.([^/]+\.dsse\.json)\.tmp-/.exec(name);
   return m !== null && stopNumberOf(m[1]!) !== null ? m[1]! : null;
-}
-
-function exists(path: string): boolean {
-  try {
-    lstatSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/**
- * SHA-256 and count of the first `lines` lines of a regular file (all its complete lines when
- * undefined: a torn last line is left out), streamed in 1 MiB pieces; null when it does not exist.
- */
-function hashFile(path: string, lines?: number): { sha256: string; lines: number } | null {
-  try {
-    if (!lstatSync(path).isFile()) throw new Error(`${path} is not a regular file`);
-  } catch (e) {
-    if (errnoCode(e) === "ENOENT") return null;
-    throw e;
-  }
-  const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
-  const hasher = new Bun.CryptoHasher("sha256");
-  const buf = Buffer.allocUnsafe(1 << 20);
-  const want = lines ?? Number.POSITIVE_INFINITY;
-  let counted = 0;
-  // Bytes of a line not yet ended by a newline: hashed once it is, dropped if it never is (or
-  // once past any line vigil writes: what follows is not counted either way).
-  let open: Buffer[] = [];
-  let openBytes = 0;
-  try {
-    while (counted < want) {
-      const n = readSync(fd, buf, 0, buf.length, null);
-      if (n === 0) break;
-      const piece = buf.subarray(0, n);
-      let end = -1;
-      for (let i = piece.indexOf(0x0a); i >= 0 && counted < want; i = piece.indexOf(0x0a, i + 1)) {
-        counted++;
-        end = i + 1;
-      }
-      if (end < 0) {
-        open.push(Buffer.from(piece));
-        if ((openBytes += n) > MAX_OPEN_LINE_BYTES) break;
-        continue;
-      }
-      for (const part of open) hasher.update(part);
-      open = [];
-      hasher.update(piece.subarray(0, end));
-      openBytes = n - end;
-      if (end < n) open.push(Buffer.from(piece.subarray(end)));
-    }
-  } finally {
-    closeSync(fd);
-  }
-  return { sha256: hasher.digest("hex"), lines: counted };
 }

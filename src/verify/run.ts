@@ -1,5 +1,6 @@
 /** `vigil verify`: load within bounds, verify (pure), render; the verdict is the exit status. */
-import { lstatSync, statSync } from "node:fs";
+import { statSync } from "node:fs";
+import { entryExists } from "../shared/durable/bounded-file.ts";
 import { join } from "node:path";
 import type { TrustedKey } from "../evidence/dsse.ts";
 import { CAPTURE_FILES, SESSION_FILES } from "../evidence/format.ts";
@@ -76,14 +77,7 @@ export type EvidenceDirKind = "capture" | "session";
  * which then says what is missing.
  */
 export function evidenceDirKind(dir: string): EvidenceDirKind {
-  const exists = (name: string) => {
-    try {
-      lstatSync(join(dir, name));
-      return true;
-    } catch {
-      return false;
-    }
-  };
+  const exists = (name: string) => entryExists(join(dir, name));
   const captureMarks = [CAPTURE_FILES.manifest, CAPTURE_FILES.stop, CAPTURE_FILES.context, CAPTURE_FILES.receipts, CAPTURE_FILES.serverStderr];
   if (captureMarks.some(exists)) return "capture";
   // A session without events yet (the ledger is created by its first record) has its decision log only.

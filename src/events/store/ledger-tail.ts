@@ -1,32 +1,29 @@
 /**
- * Where an event ledger `events.ndjson` stands when its store is opened (ledger.ts): a torn tail
- * cut and synced, the last complete line read (bounded, backwards in chunks) for the chain's count
- * and head, and the pending log's embedded lines it lacks found — or a ledger that contradicts the
- * pending log refused, naming the file. I/O only in `readLedgerTail`; `reconcile` is pure.
+ * Where an event ledger `events.ndjson` stands when its store is opened (ledger.ts): its torn tail
+ * cut and its last complete line read (evidence/log-tail.ts, as for every continued evidence log)
+ * for the chain's count and head, and the pending log's embedded lines it lacks found — or a ledger
+ * that contradicts the pending log refused, naming the file. I/O only in `readLedgerTail`;
+ * `reconcile` is pure.
  */
 import { constants } from "node:fs";
 import { type FileHandle, open } from "node:fs/promises";
 import { join } from "node:path";
-import { type ChainHead, chainAnchor } from "../../evidence/chain.ts";
+import { type ChainHead, chainAnchor, lineSha256 } from "../../evidence/chain.ts";
+import { chainLinkOf, repairTail } from "../../evidence/log-tail.ts";
 import { SESSION_FILES } from "../../evidence/format.ts";
 import { sha256Hex } from "../../shared/digest.ts";
 import { errnoCode, errorMessage } from "../../shared/errors.ts";
-import { isRecord } from "../../shared/guards.ts";
 import { FILE_MODE } from "../../shared/durable/modes.ts";
 import { EventsStoreError } from "./errors.ts";
 import type { EmbeddedLedger } from "./pending-log.ts";
 
 export const LEDGER_FILE = SESSION_FILES.events;
-/** A last line (or torn tail) longer than this is refused: far past anything the ledger writes. */
-const MAX_LINE_BYTES = 16 * 1024 * 1024;
-const TAIL_CHUNK = 64 * 1024;
 
 /** events.ndjson as found on open: the chain's head over its complete lines, the handle to append with. */
 export interface LedgerTail {
   handle: FileHandle | null;
   size: number;
   head: ChainHead;
-  repairedBytes: number;
 }
 
 export function ledgerPath(dir: string): string {
@@ -55,7 +52,7 @@ export function reconcile(path: string, head: ChainHead, embedded: readonly Embe
   let prev = head.head;
   for (let vs = head.count; byVigilseq.has(vs); vs++) {
     const line = byVigilseq.get(vs)!;
-    const rec = parseLine(line);
+    const rec = chainLinkOf(Buffer.from(line));
     if (rec === null || rec.vigilseq !== vs || rec.vigilprev !== prev) throw ledgerRefused(path, `the pending log's record for vigilseq ${vs} does not continue its chain`);
     out.push(line);
     prev = sha256Hex(`${line}\n`);
@@ -68,75 +65,45 @@ export function reconcile(path: string, head: ChainHead, embedded: readonly Embe
   return out;
 }
 
-function parseLine(text: string): { vigilseq: number; vigilprev: string } | null {
-  let v: unknown;
-  try {
-    v = JSON.parse(text);
-  } catch {
-    return null;
-  }
-  if (!isRecord(v) || !Number.isSafeInteger(v.vigilseq) || (v.vigilseq as number) < 0 || typeof v.vigilprev !== "string") return null;
-  return { vigilseq: v.vigilseq as number, vigilprev: v.vigilprev };
-}
-
 /**
  * Opens events.ndjson (never creating it) and reads where its chain stands: a torn tail is cut and
- * synced first; the last complete line gives the count (its vigilseq + 1) and the head (its SHA-256).
+ * synced first (repairTail); the last complete line gives the count (its vigilseq + 1) and the head
+ * (its SHA-256). A last line that is not a chained record, or a first record off this session's
+ * anchor, is refused: unlike a decision log, the ledger has no older unchained form to set aside.
  */
-export async function readLedgerTail(dir: string, o: { eventSource: string; sessionId: string }): Promise<LedgerTail> {
+export async function readLedgerTail(dir: string, o: { eventSource: string; sessionId: string; log?: (message: string) => void }): Promise<LedgerTail> {
   const path = ledgerPath(dir);
   const anchor = chainAnchor(o.eventSource, o.sessionId, LEDGER_FILE);
+  let tail: ReturnType<typeof repairTail>;
+  try {
+    tail = repairTail(path, o.log === undefined ? {} : { log: o.log });
+  } catch (e) {
+    throw ledgerRefused(path, errorMessage(e), e);
+  }
+  if (!tail.exists) return { handle: null, size: 0, head: { count: 0, head: anchor } };
+  let head: ChainHead = { count: 0, head: anchor };
+  if (tail.lastLine !== null) {
+    const link = chainLinkOf(tail.lastLine);
+    if (link === null) throw ledgerRefused(path, "its last line is not a chained record (vigilseq, vigilprev)");
+    if (link.vigilseq === 0 && link.vigilprev !== anchor) throw ledgerRefused(path, "its chain does not start at this session's anchor");
+    head = { count: link.vigilseq + 1, head: lineSha256(tail.lastLine) };
+  }
   let handle: FileHandle;
   try {
     handle = await open(path, constants.O_RDWR | constants.O_NOFOLLOW);
   } catch (e) {
-    const code = errnoCode(e);
-    if (code === "ENOENT") return { handle: null, size: 0, head: { count: 0, head: anchor }, repairedBytes: 0 };
-    throw ledgerRefused(path, code === "ELOOP" ? "it is a symbolic link" : errorMessage(e), e);
+    throw ledgerRefused(path, errnoCode(e) === "ELOOP" ? "it is a symbolic link" : errorMessage(e), e);
   }
   try {
     const st = await handle.stat();
     if (!st.isFile()) throw ledgerRefused(path, "it is not a regular file");
     if ((st.mode & 0o777) !== FILE_MODE) await handle.chmod(FILE_MODE);
-    const end = await afterLastNewline(handle, path, st.size);
-    if (end < st.size) {
-      await Promise.resolve()
-        .then(() => handle.truncate(end))
-        .then(() => handle.datasync())
-        .catch((e: unknown) => {
-          throw new EventsStoreError("write_failed", `event ledger ${path}: cannot cut its torn tail: ${errorMessage(e)}`, { cause: e });
-        });
-    }
-    if (end === 0) return { handle, size: 0, head: { count: 0, head: anchor }, repairedBytes: st.size };
-    const start = await afterLastNewline(handle, path, end - 1);
-    const buf = Buffer.alloc(end - 1 - start);
-    const { bytesRead } = await handle.read(buf, 0, buf.length, start);
-    if (bytesRead !== buf.length) throw new Error("a short read");
-    const rec = parseLine(buf.toString("utf8"));
-    if (rec === null) throw ledgerRefused(path, "its last line is not a chained record (vigilseq, vigilprev)");
-    if (rec.vigilseq === 0 && rec.vigilprev !== anchor) throw ledgerRefused(path, "its chain does not start at this session's anchor");
-    return { handle, size: end, head: { count: rec.vigilseq + 1, head: sha256Hex(buf.toString("utf8") + "\n") }, repairedBytes: st.size - end };
+    return { handle, size: st.size, head };
   } catch (e) {
     await handle.close().catch(() => {});
     if (e instanceof EventsStoreError) throw e;
     throw ledgerRefused(path, errorMessage(e), e);
   }
-}
-
-/** The offset just after the last newline before `before` (0 when there is none), read backwards in chunks. */
-async function afterLastNewline(handle: FileHandle, path: string, before: number): Promise<number> {
-  const buf = Buffer.allocUnsafe(TAIL_CHUNK);
-  let pos = before;
-  while (pos > 0) {
-    if (before - pos > MAX_LINE_BYTES) throw ledgerRefused(path, `its last line is over ${MAX_LINE_BYTES} bytes`);
-    const len = Math.min(TAIL_CHUNK, pos);
-    const { bytesRead } = await handle.read(buf, 0, len, pos - len);
-    if (bytesRead !== len) throw new Error("a short read");
-    const i = buf.subarray(0, len).lastIndexOf(0x0a);
-    if (i >= 0) return pos - len + i + 1;
-    pos -= len;
-  }
-  return 0;
 }
 
 function ledgerRefused(path: string, why: string, cause?: unknown): EventsStoreError {

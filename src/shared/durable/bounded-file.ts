@@ -10,6 +10,16 @@ type Problem = { ok: false; problem: "missing" | "not_regular" | "too_large" | "
 export type BoundedRead = { ok: true; bytes: Buffer } | Problem;
 export type BoundedHash = { ok: true; bytes: number; sha256: string } | Problem;
 
+/** Whether anything is at `path`, the path itself (lstat: a dangling symlink exists too). */
+export function entryExists(path: string): boolean {
+  try {
+    lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Reads the whole file into memory, refusing it if it is over maxBytes. */
 export function readBounded(path: string, maxBytes: number): BoundedRead {
   let buf = Buffer.alloc(0);

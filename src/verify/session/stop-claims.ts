@@ -14,12 +14,11 @@ import { SERVE_STOP_PREDICATE, STATEMENT_TYPE } from "../../evidence/statement.t
 import { parseStrictJson } from "../../shared/strict-json.ts";
 import { type Finding, unknownFinding } from "../findings.ts";
 import { problemFinding } from "../read-record.ts";
-import { firstIssue } from "../schemas.ts";
+import { Hex64, Text, firstIssue } from "../schemas.ts";
 import type { StopsState } from "./session-input.ts";
 
-const Hex64 = v.pipe(v.string(), v.regex(/^[0-9a-f]{64}$/, "expected 64 lowercase hex digits"));
+// Safe integers (not just integers): a seq or count past 2^53 cannot be compared exactly.
 const Count = v.pipe(v.number(), v.safeInteger(), v.minValue(0));
-const Text = v.pipe(v.string(), v.maxLength(4096));
 const LogName = v.picklist([SESSION_FILES.decisions, SESSION_FILES.events]);
 const SubjectName = v.picklist([SESSION_FILES.decisions, SESSION_FILES.events, SESSION_FILES.checkpoints]);
 
