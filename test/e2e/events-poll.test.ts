@@ -184,10 +184,15 @@ describe("MCP events: poll delivery", () => {
       );
 
     expect((await serve.command({ type: "mcp_events_subscribe", id: "s1", ...key, action: "notify" })).success).toBe(true);
+    // The bootstrap poll's cursor first, then the one past g-1: an event's frame is shown when the
+    // page is accepted, and the cursor moves only after the page is committed, a moment later.
+    let listed = 0;
+    const cursorWhen = (done: (c: string | null) => boolean, label: string) =>
+      waitFor(async () => (await gamma(`l${listed++}`))[0]?.cursor ?? null, { until: done, timeoutMs: 10_000, label });
+    const bootstrap = await cursorWhen((c) => c !== null, "the bootstrap poll's cursor");
     await fx.control("emit", { name: "build.finished", project: "gamma", event_id: "g-1" });
     await serve.until(isEventFrame("g-1"));
-    const [before] = await gamma("l1");
-    expect(before.cursor).not.toBeNull();
+    const before = { cursor: await cursorWhen((c) => c !== null && c !== bootstrap, "the cursor past g-1") };
 
     // Changed (notify → follow_up): one subscription, from the same cursor and dedup window.
     const changed = await serve.command({ type: "mcp_events_subscribe", id: "s2", ...key, action: "follow_up" });
@@ -199,7 +204,9 @@ describe("MCP events: poll delivery", () => {
     // Changed to a mode the event does not offer: refused, and the follow_up subscription is back.
     const refused = await serve.command({ type: "mcp_events_subscribe", id: "s3", ...key, action: "follow_up", delivery: "push" });
     expect(refused.success).toBe(false);
-    expect(await gamma("l2")).toEqual([expect.objectContaining({ action: "follow_up", delivery: "poll" })]);
+    // Put back means started again from its stored position: listed as `starting` until it is up.
+    const back = await waitFor(() => gamma(`l${listed++}`), { until: (subs) => subs.length > 0, timeoutMs: 10_000, label: "the follow_up subscription back up" });
+    expect(back).toEqual([expect.objectContaining({ action: "follow_up", delivery: "poll" })]);
     await fx.control("emit", { name: "build.finished", project: "gamma", event_id: "g-3" });
     await waitRuns(env.model, "g-3");
     expect(serve.count(isEventFrame("g-2"))).toBe(1);
