@@ -192,11 +192,12 @@ describe("MCP events: poll delivery", () => {
     const bootstrap = await cursorWhen((c) => c !== null, "the bootstrap poll's cursor");
     await fx.control("emit", { name: "build.finished", project: "gamma", event_id: "g-1" });
     await serve.until(isEventFrame("g-1"));
-    const before = { cursor: await cursorWhen((c) => c !== null && c !== bootstrap, "the cursor past g-1") };
+    const pastG1 = await cursorWhen((c) => c !== null && c !== bootstrap, "the cursor past g-1");
+    expect(pastG1).not.toBeNull();
 
     // Changed (notify → follow_up): one subscription, from the same cursor and dedup window.
     const changed = await serve.command({ type: "mcp_events_subscribe", id: "s2", ...key, action: "follow_up" });
-    expect(changed).toMatchObject({ success: true, data: { action: "follow_up", state: "active", cursor: before.cursor } });
+    expect(changed).toMatchObject({ success: true, data: { action: "follow_up", state: "active", cursor: pastG1 } });
     await fx.control("emit", { name: "build.finished", project: "gamma", event_id: "g-2" });
     await waitRuns(env.model, "g-2");
     expect(serve.count(isEventFrame("g-1"))).toBe(1);
