@@ -12,14 +12,48 @@ export function setQuiet(value: boolean): void {
   quiet = value;
 }
 
+/** `--log-format` (issue 15 item 3): text lines `vigil: …` (the default) or one JSON object per line. */
+export const LOG_FORMATS = ["text", "json"] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
+let format: LogFormat = "text";
+
+export function setLogFormat(value: LogFormat): void {
+  format = value;
+}
+
+export function logFormat(): LogFormat {
+  return format;
+}
+
+/**
+ * The stable fields of a JSON log line, besides `time`, `level` and `msg`. In text format they
+ * are not printed (the message already says what they name).
+ */
+export interface LogFields {
+  level?: "error" | "warn" | "info" | "debug";
+  session?: string;
+  server?: string;
+  event?: string;
+  /** A stable lower_snake code (an error code, a refusal reason). */
+  code?: string;
+}
+
 /** Writes one line to stderr synchronously (so it survives an exit right after). */
-export function logLine(message: string): void {
+export function logLine(message: string, fields: LogFields = {}): void {
   if (quiet) return;
   try {
-    writeSync(2, `vigil: ${scrubText(message)}\n`);
+    writeSync(2, format === "json" ? jsonLine(message, fields) : `vigil: ${scrubText(message)}\n`);
   } catch {
     // stderr gone (EPIPE): nothing sensible left to report to.
   }
+}
+
+/** One JSON log line; every string in it goes through the scrubber. */
+export function jsonLine(message: string, fields: LogFields = {}): string {
+  const { level = "info", ...rest } = fields;
+  const record: Record<string, string> = { time: new Date().toISOString(), level, msg: scrubText(message) };
+  for (const [k, v] of Object.entries(rest)) if (typeof v === "string") record[k] = scrubText(v);
+  return `${JSON.stringify(record)}\n`;
 }
 
 /**
@@ -44,8 +78,10 @@ export function debugEnabled(): boolean {
 }
 
 /** A diagnostic line, written only at the debug level (prefixed "debug: "). */
-export function logDebug(message: string): void {
-  if (debugEnabled()) logLine(`debug: ${message}`);
+export function logDebug(message: string, fields: LogFields = {}): void {
+  if (!debugEnabled()) return;
+  if (format === "json") logLine(message, { ...fields, level: "debug" });
+  else logLine(`debug: ${message}`, fields);
 }
 
 /** A bounded, escaped preview of untrusted bytes for a log line. */
