@@ -22,7 +22,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-DEFAULT_TOOLS="securesystemslib"
+DEFAULT_TOOLS="securesystemslib systemd-analyze prometheus"
 DEBIAN_DIR=".tools/debian"
 # Bounded apt: a registry that does not answer costs seconds, not the CI run.
 APT_OPTS=(-q -o Acquire::Retries=1 -o Acquire::http::Timeout=20 -o Acquire::https::Timeout=20 -o DPkg::Lock::Timeout=120)

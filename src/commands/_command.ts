@@ -8,18 +8,23 @@
 import { type CommandDef, type ParsedArgs, showUsage } from "citty";
 import { VERSION } from "../shared/build-info.ts";
 import { EXIT, VigilError } from "../shared/errors.ts";
-import { logLine } from "../shared/log.ts";
+import { logFormat, logLine } from "../shared/log.ts";
 import { writeStdout } from "../shared/output.ts";
 import { routeArgv } from "./_route.ts";
 
 export function reportError(e: unknown): number {
   if (e instanceof VigilError) {
-    // One problem a line (config_invalid lists several), each a "vigil: " line of its own.
-    for (const line of e.message.split("\n")) logLine(line);
-    if (e.hint) logLine(`hint: ${e.hint}`);
+    // JSON format (serve --log-format json): one line, its code the error's, the problems and the
+    // hint inside it, so a log shipper sees one record for one refusal.
+    if (logFormat() === "json") logLine(e.message, { level: "error", code: e.code, ...(e.hint ? { hint: e.hint } : {}) });
+    else {
+      // One problem a line (config_invalid lists several), each a "vigil: " line of its own.
+      for (const line of e.message.split("\n")) logLine(line);
+      if (e.hint) logLine(`hint: ${e.hint}`);
+    }
     return e.exitCode;
   }
-  logLine(`internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+  logLine(`internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`, { level: "error", code: "internal" });
   return EXIT.internal;
 }
 

@@ -1,5 +1,6 @@
 import { defineCommand } from "citty";
 import { SERVE_FLAGS, parseServeArgs } from "../serve/flags.ts";
+import { logFormatFromEnv, useLogFormat } from "../serve/log-format.ts";
 import { runServe } from "../serve/main.ts";
 
 // One flag table (SERVE_FLAGS): citty renders --help from it; parseServeArgs scans the argv
@@ -11,5 +12,9 @@ export default defineCommand({
     description: "Run model sessions over MCP tools: NDJSON on stdio, or an HTTP + SSE daemon with --listen",
   },
   args: SERVE_FLAGS,
-  run: ({ rawArgs }) => runServe(parseServeArgs(rawArgs)),
+  run: ({ rawArgs }) => {
+    // VIGIL_LOG_FORMAT before the scan, so a refused flag is a line in that format too (log-format.ts).
+    useLogFormat(logFormatFromEnv(process.env));
+    return runServe(parseServeArgs(rawArgs));
+  },
 });

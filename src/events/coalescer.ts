@@ -28,6 +28,7 @@ import { droppedError, droppedErrorCode, judgeReturned, modelBackoffMs } from ".
 import type { EventsFrame, McpEventStatusDetail } from "./frames.ts";
 import { modelAvailableFrame, modelUnavailableFrame } from "./model-status.ts";
 import { type FaultReport, type InjectResult, type Injection, MODEL_UNAVAILABLE, type ReceivedListener, type RunSettled, type SessionState } from "./ports.ts";
+import { DeliverySpans } from "./delivery-span.ts";
 import { type BatchEntry, fitBatch, renderBatch } from "./rules/batch-text.ts";
 import type { EventsStore } from "./store/events-store.ts";
 import type { PendingEntry } from "./types.ts";
@@ -65,6 +66,8 @@ export class Coalescer {
   private firing = false;
   private stopped = false;
   private readonly offs: (() => void)[];
+  /** One span per batch, from injection to its report (delivery-span.ts; nothing kept with tracing off). */
+  private readonly spans: DeliverySpans;
 
   constructor(
     private readonly session: InjectTarget,
@@ -76,8 +79,9 @@ export class Coalescer {
     /** VIGIL_MODEL_BACKOFF_CAP_MS (its default is serve's tuning.ts, the one place it is set). */
     private readonly backoffCapMs: number,
     /** The session's containment boundary, for what escapes the timer's work (nobody awaits it). */
-    private readonly onFault: FaultReport = (e) => logLine(`serve: events: the coalescer failed: ${errorMessage(e)}`),
+    private readonly onFault: FaultReport = (e) => logLine(`serve: events: the coalescer failed: ${errorMessage(e)}`, { level: "error", code: "coalescer_failed" }),
   ) {
+    this.spans = new DeliverySpans(session.name);
     this.offs = [session.onRunSettled((report) => this.settled(report)), session.onReceived((tags, runId) => this.received(tags, runId))];
   }
 
@@ -102,6 +106,7 @@ export class Coalescer {
   stop(): void {
     this.stopped = true;
     for (const off of this.offs) off();
+    this.spans.clear();
     if (this.timer !== null) this.scheduler.clearTimeout(this.timer);
     this.timer = null;
   }
@@ -123,7 +128,7 @@ export class Coalescer {
       await this.store.commit();
     } catch (e) {
       for (const s of seqs) this.inBatch.delete(s);
-      logLine(`serve: events: could not store pending events before injecting them (retrying): ${errorMessage(e)}`);
+      logLine(`serve: events: could not store pending events before injecting them (retrying): ${errorMessage(e)}`, { level: "warn", session: this.session.name, code: "events_store_failed" });
       this.firing = false;
       this.lastInjectAt = this.scheduler.now() - this.windowMs + RETRY_AFTER_FAILED_COMMIT_MS;
       this.kick();
@@ -145,12 +150,15 @@ export class Coalescer {
       return; // the session closed: its pending events stay on disk for the next start
     }
     this.inflight.set(tag, seqs);
+    this.spans.opened(tag, batch, behavior);
     this.lastInjectAt = this.scheduler.now();
     if (firstReady(this.store.pendingInOrder(), this.inBatch, 1).length > 0) this.kick();
   }
 
   private settled(report: RunSettled): void {
     const delivered = this.takeBatches(report.delivered);
+    this.spans.settled(report.delivered, report.runId, "delivered");
+    this.spans.settled(report.returned, report.runId, "returned", report.code ?? (report.succeeded ? "not_seen" : report.status));
     const unavailable = report.code === MODEL_UNAVAILABLE;
     // A run aborted because its session is closing (a graceful exit, the reaper, a contained
     // fault) is no fault of its batch: like an outage, it counts no attempt (serve.md §6 item 5).
@@ -166,7 +174,7 @@ export class Coalescer {
       drops.push({ seq, attempts: this.store.attemptsOf(seq) + 1 });
       if (entry !== undefined) {
         const error = droppedError(report);
-        logLine(`serve: events: ${entry.server}/${entry.name}: an event was ${error}`);
+        logLine(`serve: events: ${entry.server}/${entry.name}: an event was ${error}`, { level: "warn", session: this.session.name, server: entry.server, event: entry.name, code: "event_dropped" });
         this.dropped(entry, { kind: "dropped", event: entry.event as never, error });
       }
     }
@@ -182,6 +190,7 @@ export class Coalescer {
   /** Steered batches the model received mid-run (in the run `runId`): delivered, and committed at once. */
   private received(tags: string[], runId: string): void {
     const batches = this.takeBatches(tags);
+    this.spans.settled(tags, runId, "delivered");
     if (batches.length === 0) return;
     for (const b of batches) this.store.markDone(b.seqs, { delivered: { batchTag: b.tag, runId } });
     this.commitNow();
@@ -212,10 +221,10 @@ export class Coalescer {
       const wait = modelBackoffMs(this.outages, this.backoffCapMs);
       this.holdUntil = this.scheduler.now() + wait;
       const error = report.error ?? "the model is unavailable";
-      if (this.outages === 1) logLine(`serve: events: the model is unavailable (${error}); pending events wait for it`);
+      if (this.outages === 1) logLine(`serve: events: the model is unavailable (${error}); pending events wait for it`, { level: "warn", session: this.session.name, code: "model_unavailable" });
       this.session.emit(modelUnavailableFrame(error, wait));
     } else if (this.outages > 0 && report.status !== "aborted") {
-      logLine(`serve: events: the model answers again after ${this.outages} unavailable run(s)`);
+      logLine(`serve: events: the model answers again after ${this.outages} unavailable run(s)`, { session: this.session.name, code: "model_available" });
       this.outages = 0;
       this.holdUntil = Number.NEGATIVE_INFINITY;
       this.session.emit(modelAvailableFrame());
@@ -223,7 +232,7 @@ export class Coalescer {
   }
 
   private commitNow(): void {
-    this.store.commit().catch((e) => logLine(`serve: events: could not record delivered events or attempts (they may be injected again): ${errorMessage(e)}`));
+    this.store.commit().catch((e) => logLine(`serve: events: could not record delivered events or attempts (they may be injected again): ${errorMessage(e)}`, { level: "warn", session: this.session.name, code: "events_store_failed" }));
   }
 }
 

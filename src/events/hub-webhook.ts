@@ -28,7 +28,7 @@ import type { WebhookAbility, WebhookAnswer, WebhookRecord } from "./webhook/typ
 /** What ingestion needs of its hub: the one path every occurrence takes, and the dirty windows. */
 export interface IngestHost {
   readonly tuning: EventsTuning;
-  accept(sub: HostedSubscription, event: EventOccurrence, delivery: EventDelivery): Acceptance;
+  accept(sub: HostedSubscription, event: EventOccurrence, delivery: EventDelivery, receivedMs?: number): Acceptance;
   gap(sub: HostedSubscription, notice: GapNotice & { seen_key?: string }): boolean;
   /** Hands the changed dedup windows and cursors to the store (no write). */
   flushDirty(): void;
@@ -103,7 +103,7 @@ export class HubWebhooks {
   }
 
   /** One occurrence delivered by webhook (host.ts `ingest`). Never rejects. */
-  async ingest(sub: HostedSubscription, occurrence: unknown): Promise<WebhookAnswer> {
+  async ingest(sub: HostedSubscription, occurrence: unknown, receivedMs?: number): Promise<WebhookAnswer> {
     const check = checkOccurrence(occurrence);
     const cursor = isRecord(occurrence) && isStorableCursor(occurrence.cursor) ? occurrence.cursor : null;
     let moves: boolean;
@@ -113,7 +113,7 @@ export class HubWebhooks {
       if (!this.host.gap(sub, { ...notice, ...(check.seenKey !== null ? { seen_key: check.seenKey } : {}) })) return UNAVAILABLE;
       moves = true;
     } else {
-      const accepted = this.host.accept(sub, check.occurrence, "webhook");
+      const accepted = this.host.accept(sub, check.occurrence, "webhook", receivedMs);
       if (accepted === "full") return UNAVAILABLE;
       // A duplicate still waits below: its first copy may not be durable yet.
       moves = accepted === "new";

@@ -17,12 +17,13 @@ import { Coalescer } from "./coalescer.ts";
 import { type McpEventOccurrence, type McpEventStatusDetail, mcpEventFrame, mcpEventStatusFrame } from "./frames.ts";
 import { type HubCommandContext, type SubscriptionRegistry, answerEventsCommand } from "./hub-commands.ts";
 import { HubWebhooks, pendingEventIds, seededWindow } from "./hub-webhook.ts";
+import { meterHub } from "./metrics-gauges.ts";
 import type { EventsServices, EventsSession, EventsTuning, FaultReport } from "./ports.ts";
 import { subscriptionKey } from "./rules/key.ts";
-import { type ArrivalFacts, type EventLedger, EventsStore, type LedgerOptions, type SubscriptionRecord } from "./store/events-store.ts";
+import { type ArrivalFacts, type EventLedger, EventsStore, type LedgerOptions, type SubscriptionRecord, pendingOf } from "./store/events-store.ts";
 import type { Acceptance, HostedSubscription, Origin, SubscriptionHost } from "./subscription/host.ts";
 import { Subscription } from "./subscription/subscription.ts";
-import type { EventDelivery, EventOccurrence, GapNotice, PendingEntry, SubscriptionSpec } from "./types.ts";
+import type { EventDelivery, EventOccurrence, GapNotice, SubscriptionSpec } from "./types.ts";
 import type { ServerEvents } from "./wire/server-events.ts";
 import type { WebhookAbility, WebhookAnswer, WebhookRecord } from "./webhook/types.ts";
 
@@ -33,11 +34,12 @@ const DROPPED_MEMORY = 256;
 export class EventsHub implements SubscriptionHost {
   private readonly subs = new Map<string, Subscription>();
   private readonly coalescer: Coalescer;
-  private readonly unsubscribedConfigured = new Set<string>();
+  readonly unsubscribedConfigured = new Set<string>(); // configured keys a client unsubscribed (hub-configured.ts)
   private readonly droppedSeen: string[] = [];
   /** Subscriptions whose dedup window changed since the last commit. */
   private readonly dirty = new Set<HostedSubscription>();
   private readonly offFrames: () => void;
+  private readonly offGauges: () => void;
   private closing: Promise<void> | null = null;
   /** Webhook records, token reservations, server keys and ingestion (hub-webhook.ts). */
   private readonly webhooks: HubWebhooks;
@@ -72,6 +74,7 @@ export class EventsHub implements SubscriptionHost {
       flushDirty: () => this.flushDirty(),
     });
     this.pendingIds = pendingEventIds(store);
+    this.offGauges = meterHub({ session: session.name, store, subscriptions: () => this.subs.values() });
   }
 
   /** `opened`: the session's store when it was already opened (stdio mode checks it before any MCP server starts). */
@@ -82,7 +85,7 @@ export class EventsHub implements SubscriptionHost {
     ownsConfigured: boolean,
     now: () => number = Date.now,
     opened?: EventsStore,
-    onFault: FaultReport = (e) => logLine(`serve: events: session ${JSON.stringify(session.name)}: ${errorMessage(e)}`),
+    onFault: FaultReport = (e) => logLine(`serve: events: session ${JSON.stringify(session.name)}: ${errorMessage(e)}`, { level: "error", session: session.name, code: "events_fault" }),
     ledger?: LedgerOptions,
   ): Promise<EventsHub> {
     const store = opened ?? (await EventsHub.openStore(dir, services.tuning, ledger));
@@ -148,15 +151,17 @@ export class EventsHub implements SubscriptionHost {
 
   // ---- SubscriptionHost ----
 
-  accept(sub: HostedSubscription, event: EventOccurrence, delivery: EventDelivery): Acceptance {
+  accept(sub: HostedSubscription, event: EventOccurrence, delivery: EventDelivery, receivedMs = performance.now()): Acceptance {
     if (typeof event !== "object" || event === null || Array.isArray(event)) return "duplicate";
+    const series = this.store.meter.arrived(sub, delivery);
     const id = typeof event.eventId === "string" ? event.eventId : null;
     if (id !== null && sub.dedup.has(id)) {
       sub.duplicates++;
+      series.duplicates.inc();
       return "duplicate";
     }
     const { spec } = sub;
-    if (!this.take(sub, event, { subscriptionKey: sub.key, delivery })) return "full";
+    if (!this.take(sub, event, { subscriptionKey: sub.key, delivery, receivedMs })) return "full";
     if (id !== null) sub.dedup.add(id);
     this.dirty.add(sub);
     sub.delivered++;
@@ -187,6 +192,7 @@ export class EventsHub implements SubscriptionHost {
       sub.dedup.add(seenId);
       this.dirty.add(sub);
     }
+    this.store.meter.gap(sub, gap.reason);
     this.status(sub, {
       kind: "gap",
       cursor: gap.cursor,
@@ -198,7 +204,6 @@ export class EventsHub implements SubscriptionHost {
     return true;
   }
 
-
   /** Queues an arrival, or for notify has the event ledger (if any) record it alone, with the ledger's facts; false when full. */
   private take(sub: HostedSubscription, event: EventOccurrence | GapNotice, facts: ArrivalFacts): boolean {
     const { spec } = sub;
@@ -208,8 +213,8 @@ export class EventsHub implements SubscriptionHost {
     return true;
   }
 
-  ingest(sub: HostedSubscription, occurrence: unknown): Promise<WebhookAnswer> {
-    return this.webhooks.ingest(sub, occurrence);
+  ingest(sub: HostedSubscription, occurrence: unknown, receivedMs?: number): Promise<WebhookAnswer> {
+    return this.webhooks.ingest(sub, occurrence, receivedMs);
   }
 
   persistWebhook(sub: HostedSubscription, record: WebhookRecord | null): void {
@@ -273,11 +278,12 @@ export class EventsHub implements SubscriptionHost {
       this.coalescer.stop();
       this.webhooks.stop();
       this.offFrames();
+      this.offGauges();
       this.flushDirty();
       try {
         await this.store.close();
       } catch (e) {
-        logLine(`serve: events: session ${JSON.stringify(this.session.name)}: closing the events state failed: ${errorMessage(e)}`);
+        logLine(`serve: events: session ${JSON.stringify(this.session.name)}: closing the events state failed: ${errorMessage(e)}`, { level: "warn", session: this.session.name, code: "events_state_close_failed" });
       }
     })();
     return this.closing;
@@ -292,8 +298,8 @@ export class EventsHub implements SubscriptionHost {
     this.dirty.clear();
   }
 
-  /** What the `mcp_events_*` commands may do to this hub's subscriptions (hub-commands.ts). */
-  private registry(): SubscriptionRegistry {
+  /** What the `mcp_events_*` commands (hub-commands.ts) and a reload (hub-configured.ts) may do to this hub's subscriptions. */
+  registry(): SubscriptionRegistry {
     return {
       ownsConfigured: this.ownsConfigured,
       pendingCount: () => this.store.pendingCount,
@@ -367,8 +373,8 @@ export class EventsHub implements SubscriptionHost {
     return false;
   }
 
-  private startConfigured(): void {
-    if (!this.ownsConfigured) return;
+  startConfigured(): void { // at open, and after a reload (hub-configured.ts)
+    if (!this.ownsConfigured || this.closing !== null) return;
     for (const spec of this.services.configured()) {
       const key = subscriptionKey(spec.server, spec.name, spec.arguments);
       if (this.subs.has(key) || this.unsubscribedConfigured.has(key)) continue;
@@ -382,7 +388,7 @@ export class EventsHub implements SubscriptionHost {
       const record = this.store.subscription(key);
       if (record?.runtime === undefined || this.subs.has(key)) continue;
       if (!this.runtimeFresh()) {
-        logLine(`serve: events: session ${JSON.stringify(this.session.name)}: forgetting the expired runtime subscription ${record.runtime.server}/${record.runtime.name}`);
+        logLine(`serve: events: session ${JSON.stringify(this.session.name)}: forgetting the expired runtime subscription ${record.runtime.server}/${record.runtime.name}`, { session: this.session.name, server: record.runtime.server, event: record.runtime.name, code: "runtime_subscription_expired" });
         this.forgetKey(key);
         this.store.scheduleCommit();
         continue;
@@ -390,10 +396,4 @@ export class EventsHub implements SubscriptionHost {
       this.startSubscription(record.runtime, "runtime", true);
     }
   }
-}
-
-/** The queue entry of an occurrence or a gap notice for a subscription. */
-function pendingOf(spec: SubscriptionSpec, action: "follow_up" | "steer", event: EventOccurrence | GapNotice): Omit<PendingEntry, "seq"> {
-  const { server, name, arguments: args, instructions } = spec;
-  return { action, server, name, arguments: args, ...(instructions !== undefined ? { instructions } : {}), event };
 }

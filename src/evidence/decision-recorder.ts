@@ -21,7 +21,8 @@ export class DecisionRecorder {
   constructor(
     readonly log: RecordSink,
     private readonly source: string,
-    private readonly policyDigest: string | null,
+    /** The digest, or where it is read at each record (serve: the policy in force, which a reload replaces). */
+    private readonly policyDigest: string | null | (() => string | null),
     private readonly dryRun: boolean,
     /** The first record's `seq`: a serve session that reopens its log continues it. */
     firstSeq = 0,
@@ -42,7 +43,7 @@ export class DecisionRecorder {
       reason_code: fields.reason_code,
       reason: fields.reason,
       matched_rule: fields.matched_rule,
-      policy_digest: this.policyDigest,
+      policy_digest: typeof this.policyDigest === "function" ? this.policyDigest() : this.policyDigest,
       arguments_sha256: fields.arguments_sha256,
       dry_run: this.dryRun,
     };

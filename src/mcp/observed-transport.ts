@@ -148,7 +148,7 @@ export class ObservedTransport implements Transport {
 
   private note(text: string): void {
     const line = `MCP server ${JSON.stringify(this.name)}: ${text}`;
-    logLine(line);
+    logLine(line, { level: "warn", server: this.name, code: "message_oversized" });
     this.onerror?.(new Error(line));
   }
 }

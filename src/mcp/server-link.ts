@@ -18,6 +18,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Implementation, JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { BackoffPolicy } from "../shared/backoff.ts";
 import { logLine } from "../shared/log.ts";
+import { MCP } from "../shared/metrics/catalog.ts";
 import { groupAlive, signalGroup } from "../shared/process-group.ts";
 import { type Scheduler, type TimerHandle, within } from "../shared/time.ts";
 import { createHttpTransport } from "./http-connection.ts";
@@ -66,6 +67,7 @@ export class ServerLink {
     private readonly o: LinkOptions,
   ) {
     this.supervision = initialSupervision(o.scheduler.now());
+    MCP.reconnects.at(config.name); // the series shows from 0, so increase() sees the first reconnect
   }
 
   get name(): string {
@@ -117,7 +119,7 @@ export class ServerLink {
         return tools;
       },
       (e) => {
-        logLine(`MCP server ${JSON.stringify(this.name)}: tools/list failed: ${reasonOf(e)}`);
+        logLine(`MCP server ${JSON.stringify(this.name)}: tools/list failed: ${reasonOf(e)}`, { level: "warn", server: this.name, code: "tools_list_failed" });
         return [] as PoolTool[];
       },
     );
@@ -163,7 +165,7 @@ export class ServerLink {
       const reason = reasonOf(e);
       await this.endConnection();
       this.move({ type: "failed", at: this.o.scheduler.now(), error: reason });
-      logLine(`MCP server ${JSON.stringify(this.name)}: failed to connect: ${reason}; ${this.retryNote()}`);
+      logLine(`MCP server ${JSON.stringify(this.name)}: failed to connect: ${reason}; ${this.retryNote()}`, { level: "warn", server: this.name, code: "server_connect_failed" });
       this.scheduleAttempt();
       return;
     } finally {
@@ -176,7 +178,7 @@ export class ServerLink {
       this.lost(generation, "the connection ended");
       return;
     }
-    if (again) logLine(`MCP server ${JSON.stringify(this.name)}: connected again (restart ${this.supervision.restarts})`);
+    if (again) logLine(`MCP server ${JSON.stringify(this.name)}: connected again (restart ${this.supervision.restarts})`, { server: this.name, code: "server_reconnected" });
     this.o.onEvent("connected");
     // Listed again on every (re)connect, before the model asks, so a broken listing shows in the log at once.
     void this.listTools(this.o.connectTimeoutMs);
@@ -211,7 +213,7 @@ export class ServerLink {
     if (generation !== this.generation || this.closeRequested || this.supervision.phase.kind !== "connected") return;
     this.move({ type: "dropped", at: this.o.scheduler.now(), error: reason });
     this.invalidateTools();
-    logLine(`MCP server ${JSON.stringify(this.name)}: ${reason}; ${this.retryNote()}`);
+    logLine(`MCP server ${JSON.stringify(this.name)}: ${reason}; ${this.retryNote()}`, { level: "warn", server: this.name, code: "server_connection_lost" });
     // An HTTP client still holds requests in flight: closing it fails them now instead of at their timeouts.
     void this.endConnection();
     this.scheduleAttempt();
@@ -255,7 +257,10 @@ export class ServerLink {
   }
 
   private move(event: LinkEvent): void {
+    const restarts = this.supervision.restarts;
     this.supervision = nextSupervision(this.supervision, event, this.o.backoff);
+    // `vigil_mcp_server_reconnects_total` counts what `restarts` counts: every attempt after the first.
+    if (this.supervision.restarts !== restarts) MCP.reconnects.at(this.name).inc();
   }
 
   /**
@@ -270,7 +275,7 @@ export class ServerLink {
     try {
       await within(conn.client.close(), CLIENT_CLOSE_MS);
     } catch (e) {
-      logLine(`MCP server ${JSON.stringify(this.name)}: close failed: ${reasonOf(e)}`);
+      logLine(`MCP server ${JSON.stringify(this.name)}: close failed: ${reasonOf(e)}`, { level: "warn", server: this.name, code: "server_close_failed" });
     }
     // Client.close() closes the transport; one that was never handed to a client (or outlived it) closes here.
     if (conn.stdio !== null) {

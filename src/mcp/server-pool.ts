@@ -9,6 +9,7 @@
  *   pool.rawInitializeResult("fs");   // initialize result as received (keeps a top-level `events` capability)
  *   await pool.listTools();           // [{ qualifiedName: "fs__read_file", server, tool, description, inputSchema }]
  *   await pool.callTool("fs__read_file", { path: "/x" }, { signal, timeoutMs });
+ *   await pool.reconfigure(newConfigs, new Set(["fs"])); // a reload: "fs" reconnects, added ones connect, removed ones close
  *   await pool.close();
  *
  * connect() never rejects for a server: each connects in parallel within a bound (default 20 s), and
@@ -36,7 +37,7 @@ import { registerSecrets, scrubValue } from "../shared/scrub.ts";
 import { type Scheduler, realScheduler, within } from "../shared/time.ts";
 import type { ObservedTransport } from "./observed-transport.ts";
 import { reasonOf } from "./reason.ts";
-import { type ServerEventKind, ServerLink } from "./server-link.ts";
+import { type LinkOptions, type ServerEventKind, ServerLink } from "./server-link.ts";
 import { type ServerStateReport, unavailableText } from "./supervision.ts";
 import type { PoolTool } from "./tool-listing.ts";
 import { splitQualifiedName } from "./tool-names.ts";
@@ -85,27 +86,28 @@ export class McpServerPool<C extends McpServerConfig = McpServerConfig> {
   private readonly configs = new Map<string, C>();
   private readonly listeners = new Set<(e: ServerEvent) => void>();
   private readonly connectTimeoutMs: number;
+  private readonly linkOptions: Omit<LinkOptions, "onEvent">;
   private closing: Promise<void> | null = null;
 
   private constructor(configs: readonly C[], options: McpServerPoolOptions) {
     this.connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
-    const backoff = { ...SUPERVISION_BACKOFF, ...(options.backoff ?? {}) };
+    this.linkOptions = {
+      clientInfo: options.clientInfo,
+      connectTimeoutMs: this.connectTimeoutMs,
+      ...(options.maxMessageBytes !== undefined ? { maxMessageBytes: options.maxMessageBytes } : {}),
+      ...(options.graceMs !== undefined ? { graceMs: options.graceMs } : {}),
+      backoff: { ...SUPERVISION_BACKOFF, ...(options.backoff ?? {}) },
+      scheduler: options.scheduler ?? realScheduler,
+    };
     for (const config of configs) {
-      registerSecrets(secretsOf(config));
       this.configs.set(config.name, config);
-      this.links.set(
-        config.name,
-        new ServerLink(config, {
-          clientInfo: options.clientInfo,
-          connectTimeoutMs: this.connectTimeoutMs,
-          ...(options.maxMessageBytes !== undefined ? { maxMessageBytes: options.maxMessageBytes } : {}),
-          ...(options.graceMs !== undefined ? { graceMs: options.graceMs } : {}),
-          backoff,
-          scheduler: options.scheduler ?? realScheduler,
-          onEvent: (kind) => this.emit({ server: config.name, kind }),
-        }),
-      );
+      this.links.set(config.name, this.linkFor(config));
     }
+  }
+
+  private linkFor(config: C): ServerLink {
+    registerSecrets(secretsOf(config));
+    return new ServerLink(config, { ...this.linkOptions, onEvent: (kind) => this.emit({ server: config.name, kind }) });
   }
 
   /** Connects every server in parallel; resolves once each first attempt connected or failed. Never rejects. */
@@ -208,6 +210,43 @@ export class McpServerPool<C extends McpServerConfig = McpServerConfig> {
   }
 
   /**
+   * A reload (serve/reload.ts): the pool serves `configs` from now on, in their order. A server no
+   * longer in them is closed (stdio: stdin EOF, grace, process group swept); one named in `replace`
+   * is closed, then connected anew from its new entry; a new one is connected; every other keeps its
+   * connection untouched and takes its new entry (its `events`). Resolves once the closes are done
+   * and every new connection's first attempt connected or failed (each bounded as in close() and
+   * connect(); a failed one is retried with backoff). Never rejects; nothing starts once close() began.
+   */
+  async reconfigure(configs: readonly C[], replace: ReadonlySet<string>): Promise<void> {
+    if (this.closing !== null) return;
+    const ending: ServerLink[] = [];
+    const starting: ServerLink[] = [];
+    const next = new Map<string, ServerLink>();
+    for (const config of configs) {
+      const kept = this.links.get(config.name);
+      if (kept !== undefined && !replace.has(config.name)) {
+        next.set(config.name, kept);
+        continue;
+      }
+      if (kept !== undefined) ending.push(kept);
+      const fresh = this.linkFor(config);
+      next.set(config.name, fresh);
+      starting.push(fresh);
+    }
+    for (const [name, link] of this.links) if (!next.has(name)) ending.push(link);
+    // Swapped at once (no await before): a close() from now on closes the new links, not the ending ones.
+    this.links.clear();
+    for (const [name, link] of next) this.links.set(name, link);
+    this.configs.clear();
+    for (const config of configs) this.configs.set(config.name, config);
+    // The old connection is gone before its replacement starts: never two of one server at once.
+    const stdioBound = Math.max(0, ...ending.map((l) => l.stdio?.closeBoundMs ?? 0));
+    await within(Promise.allSettled(ending.map((link) => link.close())), Math.max(stdioBound, HTTP_CLOSE_MS) + 2000);
+    for (const link of ending) killLeftGroup(link);
+    await Promise.all(starting.map((link) => link.start()));
+  }
+
+  /**
    * Stops supervising and closes every connection in parallel: stdio servers get stdin EOF, a
    * grace, and their process groups swept; bounded by the slowest close bound + 2 s; idempotent;
    * never rejects. No server is started again once it began.
@@ -221,10 +260,7 @@ export class McpServerPool<C extends McpServerConfig = McpServerConfig> {
     const links = [...this.links.values()];
     const stdioBound = Math.max(0, ...links.map((l) => l.stdio?.closeBoundMs ?? 0));
     await within(Promise.allSettled(links.map((link) => link.close())), Math.max(stdioBound, HTTP_CLOSE_MS) + 2000);
-    for (const link of links) {
-      const stdio = link.stdio;
-      if (stdio && stdio.status().state !== "closed" && stdio.pid !== null) signalGroup(stdio.pid, "SIGKILL");
-    }
+    for (const link of links) killLeftGroup(link);
   }
 
   private emit(event: ServerEvent): void {
@@ -232,10 +268,16 @@ export class McpServerPool<C extends McpServerConfig = McpServerConfig> {
       try {
         listener(event);
       } catch (e) {
-        logLine(`MCP server ${JSON.stringify(event.server)}: a ${event.kind} listener failed: ${reasonOf(e)}`);
+        logLine(`MCP server ${JSON.stringify(event.server)}: a ${event.kind} listener failed: ${reasonOf(e)}`, { level: "error", server: event.server, code: "internal" });
       }
     }
   }
+}
+
+/** A stdio server whose close ran out of time: its process group is SIGKILLed. */
+function killLeftGroup(link: ServerLink): void {
+  const stdio = link.stdio;
+  if (stdio && stdio.status().state !== "closed" && stdio.pid !== null) signalGroup(stdio.pid, "SIGKILL");
 }
 
 /** `promise`, or a rejection with the signal's reason as soon as it aborts. */

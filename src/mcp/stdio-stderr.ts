@@ -6,11 +6,15 @@
  * and control characters are escaped, so a server cannot forge vigil's own log lines or drive the
  * operator's terminal.
  *
+ * With `--log-format json` each line is a JSON line of its own: `msg` is the server's line (bounded
+ * and escaped the same way), `server` its name, `code` "server_stderr" — the name is a field, not
+ * a prefix, so a shipper can filter on it.
+ *
  * A long line is scrubbed before it is cut (issue 11 item 1): a secret straddling the cut would
  * otherwise leave its prefix in the log, where the whole-line scrub of `logLine` cannot see it. The
  * splitter keeps a window of the line a margin longer than the cut; the window is scrubbed, then cut.
  */
-import { logLine } from "../shared/log.ts";
+import { logFormat, logLine } from "../shared/log.ts";
 import { type Frame, LineSplitter } from "../shared/ndjson/line-splitter.ts";
 import { scrubAndCut } from "../shared/scrub.ts";
 import { type LineReader, readLines } from "./line-reader.ts";
@@ -28,9 +32,8 @@ export interface StderrForwarder extends LineReader {
 export function forwardServerStderr(
   stream: ReadableStream<Uint8Array>,
   serverName: string,
-  write: (line: string) => void = logLine,
+  write: (text: string, server: string) => void = serverStderrLine,
 ): StderrForwarder {
-  const prefix = `[${escapeControls(serverName)}] `;
   let count = 0;
   const splitter = new LineSplitter(STDERR_SCRUB_WINDOW_BYTES, Number.POSITIVE_INFINITY, STDERR_SCRUB_WINDOW_BYTES);
   const reader = readLines(stream, splitter, {
@@ -38,13 +41,19 @@ export function forwardServerStderr(
       const text = stderrLineText(frame);
       if (text === null) return;
       count++;
-      write(prefix + text);
+      write(text, serverName);
     },
     // A broken stderr pipe loses only diagnostics; the connection is judged by stdout and exit.
     failed() {},
     ended() {},
   });
   return { ...reader, lines: () => count };
+}
+
+/** One forwarded line on vigil's stderr: `[name] text` in text format, a `server_stderr` record in JSON. */
+export function serverStderrLine(text: string, server: string): void {
+  if (logFormat() === "json") logLine(text, { server, code: "server_stderr" });
+  else logLine(`[${escapeControls(server)}] ${text}`);
 }
 
 /** The printable form of one stderr frame, scrubbed, then cut to STDERR_LINE_MAX_BYTES; null for an empty line. */

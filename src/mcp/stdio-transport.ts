@@ -200,14 +200,14 @@ export class StdioMcpTransport implements Transport {
     await within(Promise.all([this.stdout?.done, this.stderr?.done]), DRAIN_MS);
     this.stdout?.stop();
     this.stderr?.stop();
-    if (endedBy === "server") logLine(`MCP server ${this.label} ended the connection (${describe(sweep.status)})`);
+    if (endedBy === "server") logLine(`MCP server ${this.label} ended the connection (${describe(sweep.status)})`, { level: "warn", server: this.name, code: "server_exited" });
     this.state = "closed";
     this.outstanding.clear();
     untrackTransport(this);
     try {
       this.onclose?.();
     } catch (e) {
-      logLine(`MCP server ${this.label}: onclose handler failed: ${errorMessage(e)}`);
+      logLine(`MCP server ${this.label}: onclose handler failed: ${errorMessage(e)}`, { level: "error", server: this.name, code: "internal" });
     }
   }
 
@@ -243,7 +243,7 @@ export class StdioMcpTransport implements Transport {
   /** A non-fatal problem: noted on stderr for the operator and passed to onerror for the caller. */
   private report(note: string): void {
     const text = `MCP server ${this.label}: ${note}`;
-    logLine(text);
+    logLine(text, { level: "warn", server: this.name, code: "server_frame_refused" });
     this.onerror?.(new Error(text));
   }
 }

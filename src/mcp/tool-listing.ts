@@ -38,7 +38,7 @@ export async function listServerTools(client: Client, server: string, options: L
   let cursor: string | undefined;
   for (let page = 0; ; page++) {
     if (page >= MAX_TOOL_PAGES) {
-      logLine(`MCP server ${label}: tools/list still paging after ${MAX_TOOL_PAGES} pages; using the tools listed so far`);
+      logLine(`MCP server ${label}: tools/list still paging after ${MAX_TOOL_PAGES} pages; using the tools listed so far`, { level: "warn", server, code: "tools_list_cut" });
       break;
     }
     const result = await client.listTools(cursor === undefined ? {} : { cursor }, {
@@ -49,7 +49,7 @@ export async function listServerTools(client: Client, server: string, options: L
       if (seen.size >= MAX_TOOLS_PER_SERVER) break;
       const problem = toolNameProblem(server, tool.name);
       if (problem) {
-        logLine(`MCP server ${label}: ${problem}`);
+        logLine(`MCP server ${label}: ${problem}`, { level: "warn", server, code: "tool_name_refused" });
         continue;
       }
       if (seen.has(tool.name)) continue;
@@ -63,13 +63,13 @@ export async function listServerTools(client: Client, server: string, options: L
       });
     }
     if (seen.size >= MAX_TOOLS_PER_SERVER) {
-      logLine(`MCP server ${label}: lists more than ${MAX_TOOLS_PER_SERVER} tools; using the first ${MAX_TOOLS_PER_SERVER}`);
+      logLine(`MCP server ${label}: lists more than ${MAX_TOOLS_PER_SERVER} tools; using the first ${MAX_TOOLS_PER_SERVER}`, { level: "warn", server, code: "tools_list_cut" });
       break;
     }
     const next = result.nextCursor;
     if (next === undefined || next === null || next === "") break;
     if (cursors.has(next)) {
-      logLine(`MCP server ${label}: tools/list repeated a cursor; using the tools listed so far`);
+      logLine(`MCP server ${label}: tools/list repeated a cursor; using the tools listed so far`, { level: "warn", server, code: "tools_list_cut" });
       break;
     }
     cursors.add(next);

@@ -10,27 +10,26 @@
  * - `shutdown()` closes sessions (each bounded by its close timeout), then the pool and every stdio
  *   transport still open (stdin EOF, grace, group sweep), bounded by grace + 2 s; a process `exit`
  *   hook SIGKILLs whatever group is left, whichever way the process ends.
+ * - `reload()` (SIGHUP in daemon mode) re-reads the config and policy and applies the policy,
+ *   `mcp_servers` and configured subscriptions in place, without reopening a session (reload.ts).
  */
 import { McpServerPool } from "../mcp/server-pool.ts";
 import { closeAllStdioTransports, killAllStdioTransportGroups } from "../mcp/stdio-transport.ts";
-import { loadSigningKey } from "../evidence/keys.ts";
-import { loadPolicyFile } from "../policy/load.ts";
 import { VERSION } from "../shared/build-info.ts";
 import { logLine } from "../shared/log.ts";
 import { within } from "../shared/time.ts";
-import type { Env } from "./config/env.ts";
-import { loadServeConfig, resolveConfigPath } from "./config/load.ts";
 import { describeConfig } from "./config/redact.ts";
 import type { ServeConfig } from "./config/schema.ts";
-import { type ServeTuning, loadServeTuning } from "./config/tuning.ts";
+import type { ServeTuning } from "./config/tuning.ts";
 import { DEFAULT_EVENTS_SESSION, EventsService } from "./events-service.ts";
-import { createRunModel } from "./models/registry.ts";
+import { PolicyHolder } from "./policy-holder.ts";
+import { loadRefusables } from "./refusables.ts";
+import { ServeReloader } from "./reload.ts";
 import type { EvidenceSetup } from "./session-evidence.ts";
 import { SessionFaults } from "./session-faults.ts";
 import { SessionTable } from "./session-table.ts";
 import type { Session } from "./session/session.ts";
 import { type SessionParts, closeServeSession, openServeSession, openSessionState } from "./session-wiring.ts";
-import { ensureStateDir, resolveStateDir } from "./state/paths.ts";
 import { TRANSCRIPT_DEFAULTS } from "./state/transcript-types.ts";
 import type { ServeApp, ServeAppOptions } from "./types.ts";
 
@@ -38,10 +37,13 @@ export type { OpenOptions, ServeApp, ServeAppOptions } from "./types.ts";
 
 export async function startServeApp(options: ServeAppOptions = {}): Promise<ServeApp> {
   const env = options.env ?? process.env;
-  const { config, tuning, stateDir, policy, model, signer } = await loadRefusables(options, env);
+  // Shared with --check-config (refusables.ts): everything that can be refused, before anything starts.
+  const { configPath, config, tuning, stateDir, policy, model, signer } = await loadRefusables(options, env);
   const transcript = { segmentBytes: tuning.transcriptSegmentBytes, retainBytes: options.transcriptRetainBytes ?? TRANSCRIPT_DEFAULTS.retainBytes };
-  logLine(`serve: ${describeConfig(config, signer?.keyid)} state=${stateDir}`);
-  const evidence: EvidenceSetup = { signer, policyDigest: policy?.digest ?? null, version: VERSION };
+  logLine(`serve: ${describeConfig(config, signer?.keyid)} state=${stateDir}`, { code: "config_loaded" });
+  // The policy in force; a reload replaces it (reload.ts), decisions and stop statements read it as they are written.
+  const policyHolder = new PolicyHolder(policy);
+  const evidence: EvidenceSetup = { signer, get policyDigest() { return policyHolder.digest; }, version: VERSION };
   // The containment boundary (session-faults.ts): called only once sessions run, so after the
   // table and the events service below exist.
   const faults = new SessionFaults({ close: (n) => sessions.close(n), restartsAfterFailure: (n) => events.restartsAfterFailure(n) });
@@ -71,7 +73,8 @@ export async function startServeApp(options: ServeAppOptions = {}): Promise<Serv
     // Daemon mode has no first session: only a listener can receive webhook deliveries.
     daemon: options.firstSession === undefined,
   });
-  const parts: SessionParts = { config, stateDir, tuning, transcript, policy, model, pool, events, faults: contain, serverStates, evidence };
+  const parts: SessionParts = { config, stateDir, tuning, transcript, policy: policyHolder, model, pool, events, faults: contain, serverStates, evidence };
+  const reloader = new ServeReloader({ configPath, env, config, policy: policyHolder, pool, events });
   // Opened before the pool, taken into service by the first openSession of its name.
   let waiting = first;
   const sessions = new SessionTable({
@@ -91,7 +94,9 @@ export async function startServeApp(options: ServeAppOptions = {}): Promise<Serv
   };
 
   return {
-    config,
+    get config() {
+      return reloader.config;
+    },
     stateDir,
     tuning,
     version: VERSION,
@@ -103,21 +108,12 @@ export async function startServeApp(options: ServeAppOptions = {}): Promise<Serv
     sessionNames: () => sessions.names(),
     openSession: (name, o) => sessions.open(name, o),
     closeSession: (name, reason) => sessions.close(name, reason),
-    shutdown: () => sessions.shutdown(closePool),
+    reload: () => reloader.reload(),
+    shutdown: () => {
+      reloader.stop();
+      return sessions.shutdown(closePool);
+    },
   };
-}
-
-/** Loads, in order, everything that can be refused; starts nothing. */
-async function loadRefusables(options: ServeAppOptions, env: Env) {
-  const config = await loadServeConfig(resolveConfigPath(options.config, env), env);
-  const tuning = loadServeTuning(env);
-  // Read once, kept in memory only, never handed to a child: before anything is started.
-  const signingKey = config.evidence?.signing_key;
-  const signer = signingKey === undefined ? null : loadSigningKey(signingKey);
-  const stateDir = ensureStateDir(resolveStateDir(options.stateDir, env));
-  const policy = config.policy === undefined ? null : await loadPolicyFile(config.policy);
-  const model = createRunModel(config.model, { env });
-  return { config, tuning, stateDir, policy, model, signer };
 }
 
 /** Connects every configured server; one that fails is logged and retried by the pool (serve goes on). */
@@ -130,7 +126,7 @@ async function connectPool(config: ServeConfig, tuning: ServeTuning): Promise<Mc
   });
   for (const s of pool.serverStates()) {
     // Not connected yet: the pool keeps trying with backoff (serve.md §6 item 10).
-    if (s.state !== "connected") logLine(`serve: MCP server ${JSON.stringify(s.name)} is unavailable (${s.state}): ${s.error ?? "not connected"}`);
+    if (s.state !== "connected") logLine(`serve: MCP server ${JSON.stringify(s.name)} is unavailable (${s.state}): ${s.error ?? "not connected"}`, { level: "warn", server: s.name, code: "server_unavailable" });
   }
   return pool;
 }

@@ -20,6 +20,7 @@ import { isValidSessionName } from "./state/paths.ts";
 import { EventsHub } from "../events/hub.ts";
 import type { EventsServices, EventsSession, FaultReport } from "../events/ports.ts";
 import { type EventLedger, EventsStore, type LedgerOptions } from "../events/store/events-store.ts";
+import { type ConfiguredChange, retireConfigured } from "../events/hub-configured.ts";
 import { configuredSpec } from "../events/storable-spec.ts";
 import type { SubscriptionSpec } from "../events/types.ts";
 import { ServerEvents, type StreamBudget } from "../events/wire/server-events.ts";
@@ -58,8 +59,11 @@ export class EventsService implements EventsServices {
   private readonly streamBudget: StreamBudget;
   private readonly hubs = new Map<string, EventsHub>();
   private readonly now: () => number;
+  /** The config in force: the one started with, then each reload's (`reconfigure`). */
+  private config: ServeConfig;
 
   constructor(private readonly o: EventsServiceOptions) {
+    this.config = o.config;
     this.tuning = o.tuning;
     this.owner = o.owner;
     this.now = o.now ?? Date.now;
@@ -94,7 +98,7 @@ export class EventsService implements EventsServices {
 
   configured(): SubscriptionSpec[] {
     const specs: SubscriptionSpec[] = [];
-    for (const server of this.o.config.mcp_servers) {
+    for (const server of this.config.mcp_servers) {
       // The same mapping the config check used (storable-spec.ts): what was checked is what runs.
       for (const e of server.events ?? []) specs.push(configuredSpec(server.name, e));
     }
@@ -102,7 +106,22 @@ export class EventsService implements EventsServices {
   }
 
   eventServers(): string[] {
-    return this.o.config.mcp_servers.filter((s) => s.events !== undefined).map((s) => s.name);
+    return this.config.mcp_servers.filter((s) => s.events !== undefined).map((s) => s.name);
+  }
+
+  /**
+   * A reload (reload.ts) with `config` in force from now on: the owner's configured subscriptions
+   * removed or changed stop first (a webhook one unsubscribes over the connection it still has:
+   * events/hub-configured.ts), then the config moves on and `servers` runs (the pool takes the new
+   * servers), then whatever is configured and not running starts, changed ones with their new spec.
+   * The owner not open: nothing to stop, and its hub starts what is configured when it opens.
+   */
+  async reconfigure(config: ServeConfig, change: ConfiguredChange, servers: () => Promise<void>): Promise<void> {
+    const owner = this.hubs.get(this.owner);
+    if (owner !== undefined) await retireConfigured(owner, change);
+    this.config = config;
+    await servers();
+    this.hubs.get(this.owner)?.startConfigured();
   }
 
   /**
@@ -186,7 +205,7 @@ export class EventsService implements EventsServices {
         if (this.now() - snapshot.last_client_ms > this.tuning.runtimeTtlMs) continue;
         ranked.push({ name, last: snapshot.last_client_ms });
       } catch (e) {
-        logLine(`serve: events: session ${JSON.stringify(name)}: its events state cannot be read: ${errorMessage(e)}`);
+        logLine(`serve: events: session ${JSON.stringify(name)}: its events state cannot be read: ${errorMessage(e)}`, { level: "warn", session: name, code: "events_state_unreadable" });
       }
     }
     ranked.sort((a, b) => b.last - a.last);

@@ -11,7 +11,11 @@
  */
 import { usageError } from "../shared/errors.ts";
 import { type FlagTable, type FlagValues, flagRefusal, scanFlags } from "../shared/flags.ts";
-import { type ListenAddress, parseListen } from "./daemon/listen.ts";
+import type { Env } from "./config/env.ts";
+import { METRICS_ENV, metricsSetting } from "./config/tuning.ts";
+import { type ListenAddress, isLoopbackHost, parseListen } from "./daemon/listen.ts";
+import type { LogFormat } from "../shared/log.ts";
+import { planLogFormat } from "./log-format.ts";
 import { isValidSessionName } from "./state/paths.ts";
 import { parseRetainBytes } from "./state/transcript-retain.ts";
 
@@ -20,12 +24,16 @@ export const SERVE_FLAGS = {
   "state-dir": { type: "string", description: "State directory (default $XDG_STATE_HOME/vigil)", valueHint: "DIR" },
   session: { type: "string", description: "stdio mode: the session name (default: default)", valueHint: "NAME" },
   listen: { type: "string", description: "Daemon mode: serve HTTP on HOST:PORT (a bare PORT binds 127.0.0.1)", valueHint: "HOST:PORT" },
+  "metrics-listen": { type: "string", description: "Daemon: serve /metrics on this loopback HOST:PORT instead of on --listen", valueHint: "HOST:PORT" },
   "session-idle-timeout": { type: "string", description: "Daemon: reap sessions idle this long (default 3600, 0 = never)", valueHint: "SECS" },
   "max-sessions": { type: "string", description: "Daemon: open sessions at most; past it a new one gets 503 (default 1000)", valueHint: "N" },
   "transcript-retain-bytes": { type: "string", description: "Keep at most this much of each session's transcript; older segments are deleted (default 1 GiB)", valueHint: "BYTES" },
   "mcp-events-callback-url": { type: "string", description: "MCP Events: public base URL routing to the listener (needs --listen)", valueHint: "URL" },
   "mcp-events-session": { type: "string", description: "MCP Events: the daemon session owning configured subscriptions", valueHint: "NAME" },
   "mcp-events-reapable": { type: "boolean", description: "MCP Events: let the idle reaper end sessions with live subscriptions" },
+  "check-config": { type: "boolean", description: "Check config, knobs, policy, keys and state dir with the other flags, print a summary, exit 0 (valid) or 2; starts nothing" },
+  json: { type: "boolean", description: "With --check-config: print the summary as one JSON object" },
+  "log-format": { type: "string", description: "stderr lines: text (default) or json, one object a line (default $VIGIL_LOG_FORMAT)", valueHint: "text|json" },
 } as const satisfies FlagTable;
 
 /** The flags as the scan found them (strings and switch states, not yet validated), typed from SERVE_FLAGS. */
@@ -49,7 +57,7 @@ const MAX_MAX_SESSIONS = 1_000_000;
 
 export type ServeMode =
   | { kind: "stdio"; session: string }
-  | { kind: "daemon"; listen: ListenAddress; idleTimeoutSecs: number; maxSessions: number };
+  | { kind: "daemon"; listen: ListenAddress; idleTimeoutSecs: number; maxSessions: number; metricsListen: ListenAddress | null };
 
 /** What `vigil serve` runs: where its config and state are, who owns the configured subscriptions, and the mode. */
 export interface ServePlan {
@@ -65,6 +73,12 @@ export interface ServePlan {
   transcriptRetainBytes: number;
   /** `--mcp-events-callback-url` (daemon mode only): the public base routing to the listener; null turns webhook delivery off. */
   callbackUrl: URL | null;
+  /** `--check-config` (check-config.ts): judge everything, print the summary (`--json`: as JSON), start nothing; null: run. */
+  check: { json: boolean } | null;
+  /** `--log-format` (undefined: not given; `VIGIL_LOG_FORMAT` or text stays in force, log-format.ts). */
+  logFormat: LogFormat | undefined;
+  /** Whether the metrics registry is kept and served: daemon mode, unless `VIGIL_METRICS=off`. */
+  metrics: boolean;
   mode: ServeMode;
 }
 
@@ -74,8 +88,11 @@ export interface ServePlan {
  * accepted (loopback tests, private networks). A query or fragment is refused: the token is
  * appended to the path.
  */
-export function planServe(flags: ServeFlags): ServePlan {
+export function planServe(flags: ServeFlags, env: Env = process.env): ServePlan {
+  // First: runServe applies it before planning, so the refusals below are lines in its format.
+  const logFormat = planLogFormat(flags["log-format"]);
   const listen = flags.listen === undefined ? null : parseListen(flags.listen);
+  const metricsListen = parseMetricsListen(flags["metrics-listen"], listen !== null, env);
   if (listen !== null && flags.session !== undefined) {
     throw usageError("--session names the stdio session; with --listen, clients name sessions in the URL");
   }
@@ -102,6 +119,8 @@ export function planServe(flags: ServeFlags): ServePlan {
   if (eventsSession !== undefined && !isValidSessionName(eventsSession)) {
     throw usageError(`--mcp-events-session: ${invalidNameMessage(eventsSession)}`);
   }
+  // --json is the check's output format; serve's own stdout carries frames (stdio) or nothing (daemon).
+  if (flags.json === true && flags["check-config"] !== true) throw usageError("--json formats the --check-config summary: it requires --check-config");
   return {
     config: flags.config,
     stateDir: flags["state-dir"],
@@ -110,10 +129,29 @@ export function planServe(flags: ServeFlags): ServePlan {
     eventsReapable: flags["mcp-events-reapable"] === true,
     transcriptRetainBytes,
     callbackUrl: callback === undefined ? null : new URL(callback),
+    check: flags["check-config"] === true ? { json: flags.json === true } : null,
+    logFormat,
+    // stdio mode has no listener to serve them on, so it keeps none.
+    metrics: listen !== null && metricsSetting(env) !== false,
     mode: listen === null
       ? { kind: "stdio", session }
-      : { kind: "daemon", listen, idleTimeoutSecs: idle === undefined ? DEFAULT_IDLE_TIMEOUT_SECS : Number(idle), maxSessions },
+      : { kind: "daemon", listen, idleTimeoutSecs: idle === undefined ? DEFAULT_IDLE_TIMEOUT_SECS : Number(idle), maxSessions, metricsListen },
   };
+}
+
+/**
+ * `--metrics-listen HOST:PORT` (issue 15 item 1): daemon mode only, a loopback host only — it is
+ * the listener kept off the public front door, so a public address there is a mistake, refused.
+ */
+function parseMetricsListen(raw: string | undefined, daemon: boolean, env: Env): ListenAddress | null {
+  if (raw === undefined) return null;
+  if (!daemon) throw usageError("--metrics-listen moves the daemon's /metrics: it requires --listen");
+  if (metricsSetting(env) === false) throw usageError(`--metrics-listen: metrics are off (${METRICS_ENV}=off); drop one or the other`);
+  const address = parseListen(raw, "--metrics-listen");
+  if (!isLoopbackHost(address.hostname)) {
+    throw usageError(`--metrics-listen ${JSON.stringify(raw.slice(0, 80))}: not a loopback address`, "use 127.0.0.1:PORT, [::1]:PORT or localhost:PORT (put a proxy in front to expose it)");
+  }
+  return address;
 }
 
 /** `--max-sessions N` (issue 12 item F): daemon mode only; 1 to 1,000,000. */

@@ -14,7 +14,7 @@
  * and exit 1 at once, with no events state written and the groups swept only by the exit hook.
  * A second error while shutting down is logged too; the first one decides.
  */
-import { logLine } from "../shared/log.ts";
+import { type LogFields, logLine } from "../shared/log.ts";
 
 type Kind = "unhandledRejection" | "uncaughtException";
 const KINDS: readonly Kind[] = ["unhandledRejection", "uncaughtException"];
@@ -29,14 +29,18 @@ export interface ProcessErrorEvents {
  * Installs the last resort; `fatal` is called once, with the first error. Returns the uninstaller.
  * `log` is logLine (which scrubs) unless a test watches the lines.
  */
-export function onLastResort(fatal: (error: unknown) => void, target: ProcessErrorEvents = process, log: (line: string) => void = logLine): () => void {
+export function onLastResort(
+  fatal: (error: unknown) => void,
+  target: ProcessErrorEvents = process,
+  log: (line: string, fields?: LogFields) => void = logLine,
+): () => void {
   let told = false;
   const listeners = KINDS.map((kind) => {
     const listener = (error: unknown) => {
-      log(`serve: internal error: ${describe(kind)} escaped every containment boundary (a bug: please report it): ${stackOf(error)}`);
+      log(`serve: internal error: ${describe(kind)} escaped every containment boundary (a bug: please report it): ${stackOf(error)}`, { level: "error", code: "internal" });
       if (told) return;
       told = true;
-      log("serve: shutting down in order (exit 70); pending events stay on disk");
+      log("serve: shutting down in order (exit 70); pending events stay on disk", { level: "error", code: "internal" });
       fatal(error);
     };
     target.on(kind, listener);

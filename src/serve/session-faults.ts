@@ -54,20 +54,20 @@ export class SessionFaults {
     if (this.failing.has(session) || session.closed) return;
     this.failing.add(session);
     const message = `session ${JSON.stringify(name)} failed: an unexpected exception: ${errorMessage(error)}`
-    logLine(`serve: ${message} (the session is ended; the other sessions serve on)`);
+    logLine(`serve: ${message} (the session is ended; the other sessions serve on)`, { level: "error", session: name, code: "session_crashed" });
     session.emit(errorFrame("session_crashed", message));
     // Judged before the close: closing stops the subscriptions that make it a restart.
     const restart = this.target.restartsAfterFailure(name);
     try {
       await this.target.close(name);
     } catch (e) {
-      logLine(`serve: session ${JSON.stringify(name)}: closing it after its failure failed: ${errorMessage(e)}`);
+      logLine(`serve: session ${JSON.stringify(name)}: closing it after its failure failed: ${errorMessage(e)}`, { level: "error", session: name, code: "session_close_failed" });
     }
     for (const listener of [...this.listeners]) {
       try {
         listener(name, restart);
       } catch (e) {
-        logLine(`serve: session ${JSON.stringify(name)}: after its failure: ${errorMessage(e)}`);
+        logLine(`serve: session ${JSON.stringify(name)}: after its failure: ${errorMessage(e)}`, { level: "error", session: name, code: "session_ended_listener_failed" });
       }
     }
   }

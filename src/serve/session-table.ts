@@ -72,7 +72,7 @@ export class SessionTable {
       opened = await opening;
       await this.hooks.close(name, opened.session);
     } catch (e) {
-      logLine(`serve: session ${JSON.stringify(name)}: close failed: ${errorMessage(e)}`);
+      logLine(`serve: session ${JSON.stringify(name)}: close failed: ${errorMessage(e)}`, { level: "warn", session: name, code: "session_close_failed" });
     } finally {
       // Even when the close failed: the stop statement covers the files as they are.
       opened?.release(reason);

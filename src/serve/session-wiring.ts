@@ -17,17 +17,18 @@
 import { DecisionRecorder } from "../evidence/decision-recorder.ts";
 import type { McpServerPool } from "../mcp/server-pool.ts";
 import type { ServerStateReport } from "../mcp/supervision.ts";
-import type { LoadedPolicy } from "../policy/load.ts";
 import { VERSION } from "../shared/build-info.ts";
 import { errorMessage } from "../shared/errors.ts";
 import { StateError } from "../shared/durable/state-error.ts";
 import type { ServeConfig } from "./config/schema.ts";
 import type { ServeTuning } from "./config/tuning.ts";
 import type { EventsStore, LedgerOptions } from "../events/store/events-store.ts";
+import type { PolicySource } from "./policy-holder.ts";
 import { EventsService } from "./events-service.ts";
 import type { RunModel } from "./models/types.ts";
 import { type FrameBody, messageFrame } from "./protocol/frames.ts";
 import { runConversation } from "./run/run-loop.ts";
+import { runTraceInfo } from "./run/run-tracing.ts";
 import { createToolGateway } from "./run/tool-gateway.ts";
 import { contextBudget } from "./context/budget.ts";
 import { armTestThrow } from "./session-faults.ts";
@@ -55,7 +56,8 @@ export interface StateParts {
 
 /** What every session is built on: loaded once per process. */
 export interface SessionParts extends StateParts {
-  policy: LoadedPolicy | null;
+  /** The policy in force, read at each decision (a reload replaces it). */
+  policy: PolicySource;
   model: RunModel;
   pool: McpServerPool;
   events: EventsService;
@@ -202,15 +204,18 @@ function sessionRunner(parts: SessionParts, name: string, evidence: SessionEvide
   // `seq` goes on from the resumed chain's count, so record ids stay unique across restarts.
   const decisions = log === null || config.evidence === undefined
     ? null
-    : new DecisionRecorder(log, config.evidence.event_source, policy?.digest ?? null, false, log.head().count);
-  const tools = config.mcp_servers.length === 0 ? null : createToolGateway({ pool, policy, decisions, sessionId: name, toolsMaxTokens: contextBudget(model.contextTokens).toolsMax });
+    : new DecisionRecorder(log, config.evidence.event_source, () => policy.current?.digest ?? null, false, log.head().count);
+  const gateway = createToolGateway({ pool, policy, decisions, sessionId: name, toolsMaxTokens: contextBudget(model.contextTokens).toolsMax });
   const systemPrompt = config.system_prompt === undefined ? {} : { systemPrompt: config.system_prompt };
+  const trace = runTraceInfo(name, config.model);
   return (request, emit, signal) => {
     const announcing = async (frame: FrameBody) => {
       await emit(frame);
       if (frame.type !== "run_start") return;
       for (const m of request.prompt) if (m.role === "user") await emit(messageFrame("user", m.text));
     };
-    return runConversation(request, { model, tools, ...systemPrompt, emit: announcing }, signal);
+    // Per run: a reload may add the first server or remove the last (no servers: no tools offered).
+    const tools = pool.serverNames.length === 0 ? null : gateway;
+    return runConversation(request, { model, tools, ...systemPrompt, emit: announcing, trace }, signal);
   };
 }

@@ -84,11 +84,11 @@ export async function runStdioMode(app: ServeApp, options: StdioModeOptions): Pr
     await within(out.close(), FLUSH_ON_EXIT_MS);
     if (ending.kind === "signal") return 128 + ending.signo;
     if (ending.kind === "broken") {
-      logLine(`serve: stdout closed (${ending.reason}); stopped`);
+      logLine(`serve: stdout closed (${ending.reason}); stopped`, { level: "warn", session: options.session, code: "stdout_closed" });
       return 1;
     }
     if (ending.kind === "failed") {
-      logLine(`serve: session ${JSON.stringify(options.session)} failed on an internal error; stopped (its pending events stay on disk)`);
+      logLine(`serve: session ${JSON.stringify(options.session)} failed on an internal error; stopped (its pending events stay on disk)`, { level: "error", session: options.session, code: "session_failed" });
       return EXIT.sessionFailed;
     }
     return EXIT.ok;
@@ -179,7 +179,7 @@ function pumpCommands(
       if (!stopped) await handle(commands.end());
       end({ kind: "eof" });
     } catch (e) {
-      logLine(`serve: reading stdin failed: ${errorMessage(e)}`);
+      logLine(`serve: reading stdin failed: ${errorMessage(e)}`, { level: "warn", code: "stdin_failed" });
       end({ kind: "eof" });
     }
   })();
@@ -197,5 +197,5 @@ async function waitIdle(session: Session, ms: number): Promise<void> {
   while (session.state === "running" && performance.now() < deadline) {
     await new Promise((wake) => setTimeout(wake, IDLE_POLL_MS));
   }
-  if (session.state === "running") logLine("serve: the run in flight did not finish within the model timeout; aborting it");
+  if (session.state === "running") logLine("serve: the run in flight did not finish within the model timeout; aborting it", { level: "warn", session: session.name, code: "run_aborted_at_stop" });
 }

@@ -44,6 +44,7 @@ export interface OpenOptions {
 }
 
 export interface ServeApp {
+  /** The config in force (a reload replaces its policy path and `mcp_servers`). */
   readonly config: ServeConfig;
   readonly stateDir: string;
   readonly tuning: ServeTuning;
@@ -64,6 +65,12 @@ export interface ServeApp {
   openSession(name: string, options?: OpenOptions): Promise<Session>;
   /** Closes one session and its evidence; `reason` is what its stop statement names (default "closed"; the idle reaper: "reaped"). */
   closeSession(name: string, reason?: ServeStopReason): Promise<void>;
+  /**
+   * Reloads the policy, `mcp_servers` and configured subscriptions from the config file (SIGHUP in
+   * daemon mode; reload.ts): refused with one log line when invalid. Serialized: resolves once a
+   * reload that started after this call ended. Never rejects; does nothing once shutdown began.
+   */
+  reload(): Promise<void>;
   /** Closes every session, the pool and every stdio group; bounded; idempotent; never rejects. */
   shutdown(): Promise<void>;
 }

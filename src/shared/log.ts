@@ -25,6 +25,11 @@ export function logFormat(): LogFormat {
   return format;
 }
 
+/** The format a `--log-format` / `VIGIL_LOG_FORMAT` value names (exact, lower case); null for any other value. */
+export function parseLogFormat(raw: string): LogFormat | null {
+  return (LOG_FORMATS as readonly string[]).includes(raw) ? (raw as LogFormat) : null;
+}
+
 /**
  * The stable fields of a JSON log line, besides `time`, `level` and `msg`. In text format they
  * are not printed (the message already says what they name).
@@ -36,6 +41,8 @@ export interface LogFields {
   event?: string;
   /** A stable lower_snake code (an error code, a refusal reason). */
   code?: string;
+  /** What to do about an error (a VigilError's hint); text format prints it as a `hint:` line of its own. */
+  hint?: string;
 }
 
 /** Writes one line to stderr synchronously (so it survives an exit right after). */
@@ -43,6 +50,20 @@ export function logLine(message: string, fields: LogFields = {}): void {
   if (quiet) return;
   try {
     writeSync(2, format === "json" ? jsonLine(message, fields) : `vigil: ${scrubText(message)}\n`);
+  } catch {
+    // stderr gone (EPIPE): nothing sensible left to report to.
+  }
+}
+
+/**
+ * A line tools wait for on stderr (`vigil serve listening http://HOST:PORT`): in text format it is
+ * written as it is, without the `vigil: ` prefix, as it always was; in JSON format it is an
+ * ordinary line whose `msg` is that same text, so one search finds it in either format.
+ */
+export function announce(message: string, fields: LogFields = {}): void {
+  if (quiet) return;
+  try {
+    writeSync(2, format === "json" ? jsonLine(message, fields) : `${scrubText(message)}\n`);
   } catch {
     // stderr gone (EPIPE): nothing sensible left to report to.
   }

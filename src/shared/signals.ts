@@ -12,6 +12,12 @@ export const ENDING_SIGNALS = { SIGTERM: 15, SIGINT: 2, SIGHUP: 1 } as const;
 
 export type EndingSignal = keyof typeof ENDING_SIGNALS;
 
+/** The signals that stop serve's daemon mode: there SIGHUP asks for a reload instead (RELOAD_SIGNALS). */
+export const DAEMON_ENDING_SIGNALS = { SIGTERM: 15, SIGINT: 2 } as const;
+
+/** Daemon mode's reload signal (systemd: `ExecReload=/bin/kill -HUP $MAINPID`); stdio mode keeps SIGHUP as hang-up. */
+export const RELOAD_SIGNALS = { SIGHUP: 1 } as const;
+
 /**
  * Installs `handler` for each of `signals` and returns the function that removes exactly those
  * handlers again. `on`, not `once`: while installed, a second signal calls the handler again

@@ -91,7 +91,8 @@ const SUBCOMMANDS: Record<keyof typeof commands, () => Promise<void>> = {
     await expectRows(
       [
         [["serve", "--lisen", "127.0.0.1:0"], 2, ["vigil: serve: unknown flag --lisen (did you mean --listen?)"]],
-        [["serve", "-l", "127.0.0.1:0"], 2, ["vigil: serve: unknown flag -l (did you mean --listen?)"]],
+        // No guess: --listen and --log-format both extend "l" (shared/flags.ts closestName).
+        [["serve", "-l", "127.0.0.1:0"], 2, ["vigil: serve: unknown flag -l"]],
         [["serve", "stray"], 2, ['vigil: serve: unexpected argument "stray" (serve takes flags only; see vigil serve --help)']],
         [["serve", "--"], 2, ['vigil: serve: unexpected argument "--" (serve takes flags only; see vigil serve --help)']],
         [["serve", "--no-listen"], 2, ["vigil: serve: unknown flag --no-listen"]],

@@ -73,6 +73,13 @@ export interface Daemon {
   base: string;
 }
 
+/**
+ * The daemon's readiness line, in either log format: `vigil serve listening http://HOST:PORT` as a
+ * text line, or that same text as the `msg` of a JSON line (`--log-format json`), where the URL
+ * ends at the closing quote. Group 1 is the URL.
+ */
+export const LISTENING_LINE = /vigil serve listening (http:\/\/[^\s"]+)/;
+
 /** `vigil serve --listen 127.0.0.1:0`; resolves once it printed its listening line. */
 export async function startDaemon(cleanups: Cleanups, env: Pick<ServeEnv, "configFile" | "stateDir">, extra: string[] = []): Promise<Daemon> {
   const client = new LineClient(
@@ -81,7 +88,7 @@ export async function startDaemon(cleanups: Cleanups, env: Pick<ServeEnv, "confi
   );
   cleanups.add(() => client.dispose());
   await client.waitForStderr("vigil serve listening http://", 20_000);
-  const base = /vigil serve listening (http:\/\/\S+)/.exec(client.stderrText())![1]!;
+  const base = LISTENING_LINE.exec(client.stderrText())![1]!;
   return { client, base };
 }
 

@@ -48,7 +48,7 @@ export class BackgroundCommits {
       this.commit().then(
         () => (this.retryMs = 0),
         (e: unknown) => {
-          if (!this.failing) logLine(`events state in ${this.where}: a background write failed (retrying): ${errorMessage(e)}`);
+          if (!this.failing) logLine(`events state in ${this.where}: a background write failed (retrying): ${errorMessage(e)}`, { level: "warn", code: "events_state_write_failed" });
           this.failing = true;
           if (this.stopped || this.timer !== null) return;
           this.retryMs = Math.min(RETRY_MAX_MS, Math.max(1000, this.retryMs * 2));

@@ -29,19 +29,9 @@ import { LogFile, type WriteCounters } from "./log-file.ts";
 import { type Arrival, type ArrivalFacts, type DoneOutcome, EventLedger } from "./ledger.ts";
 import { backlogCap, type EventsStoreOptions, type LoadedState, loadState } from "./load.ts";
 import { applyAttempts, asEntry, type LiveEntry, liveEntry, logPath, serializeAdd, serializeDone } from "./pending-log.ts";
-import {
-  cloneRecord,
-  copyRecord,
-  keyProblem,
-  readSnapshotFile,
-  SNAPSHOT_LIMITS,
-  type ServerKeysData,
-  serverKeysProblem,
-  type SnapshotData,
-  type SubscriptionRecord,
-  serializeSnapshot,
-  snapshotPath,
-} from "./snapshot.ts";
+import { cloneRecord, copyRecord, keyProblem, readSnapshotFile, SNAPSHOT_LIMITS, type ServerKeysData, serverKeysProblem } from "./snapshot.ts";
+import { type SnapshotData, type SubscriptionRecord, serializeSnapshot, snapshotPath } from "./snapshot.ts";
+import { EventsMeter } from "../metrics.ts";
 
 export type { SubscriptionRecord } from "./snapshot.ts";
 export type { FaultOp, WriteCounters } from "./log-file.ts";
@@ -49,6 +39,7 @@ export { COMPACT_MIN_BYTES } from "./log-backlog.ts";
 export { COMMIT_DEBOUNCE_MS } from "./background-commits.ts";
 export type { ArrivalFacts, DoneOutcome, EventLedger, LedgerOptions } from "./ledger.ts";
 export { type EventsStoreOptions, maxLogFileBytes } from "./load.ts";
+export { pendingOf } from "./pending-log.ts";
 
 export class EventsStore {
   /** Lines of the log that were skipped on load (not a record). */
@@ -79,6 +70,8 @@ export class EventsStore {
   private closed = false;
   /** The event ledger (with evidence configured), else null. */
   readonly ledger: EventLedger | null;
+  /** The events metrics of this session (metrics.ts): every arrival, write pass and done goes through it. */
+  readonly meter = new EventsMeter((seq) => this.live.has(seq));
 
   private constructor(
     private readonly dir: string,
@@ -101,7 +94,7 @@ export class EventsStore {
     this.snapLastText = snapshot === undefined ? null : serializeSnapshot(this.subs, this.lastClient, this.keysOfServers);
     this.log = new LogFile(logPath(dir), dir, replayed.handle, replayed.size, counters, options.fault);
     this.backlog = new LogBacklog(this.log, backlogCap(options.maxPendingBytes));
-    this.commits = new GroupCommit(() => this.writePass(), () => this.changes);
+    this.commits = new GroupCommit(() => this.meter.pass(() => this.writePass()), () => this.changes);
     this.background = new BackgroundCommits(() => this.commits.request(), options.scheduler ?? realScheduler, dir);
     if (mustRewrite) this.backlog.forceRewrite();
     // Ledger lines built on open (entries queued before the ledger existed) are written soon, not at the next arrival.
@@ -158,6 +151,7 @@ export class EventsStore {
     this.liveBytes += stored.bytes;
     if (stored.entry.action === "steer") this.liveSteer++;
     this.record(stored.line, stored.bytes);
+    this.meter.stored(entry.seq, entry, facts);
     // The stored entry is JSON read back: its digest cannot throw.
     this.ledger?.arrival({ seq: entry.seq, server: entry.server, name: entry.name, action: entry.action, event: entry.event }, facts!);
     return stored.entry;
@@ -170,9 +164,10 @@ export class EventsStore {
    */
   noteUnqueued(arrival: Omit<Arrival, "seq">, facts: ArrivalFacts): boolean {
     this.assertOpen();
-    if (this.ledger === null) return true;
+    if (this.ledger === null) return this.meter.unstored(arrival, facts);
     if (!this.ledger.unqueued(arrival, facts)) return false;
     this.changes++;
+    this.meter.stored(null, arrival, facts);
     return true;
   }
 
@@ -208,6 +203,7 @@ export class EventsStore {
       removed.push(e.entry);
     }
     if (removed.length === 0) return;
+    this.meter.done(removed, outcome);
     const line = serializeDone(removed.map((e) => e.seq));
     this.record(line, Buffer.byteLength(line));
     if (this.ledger === null || outcome === undefined) return;
@@ -322,7 +318,7 @@ export class EventsStore {
       try {
         await this.commits.request();
       } catch (e) {
-        logLine(`events state in ${this.dir}: the last write before closing failed: ${errorMessage(e)}`);
+        logLine(`events state in ${this.dir}: the last write before closing failed: ${errorMessage(e)}`, { level: "warn", code: "events_state_write_failed" });
       }
       await this.commits.idle();
       this.closed = true;

@@ -14,6 +14,6 @@ export const EVENTS_LOG_FILE = "mcp-events.log";
  */
 export async function sweepTemps(dir: string): Promise<void> {
   const swept = await removeStaleTemps(dir, [EVENTS_SNAPSHOT_FILE, EVENTS_LOG_FILE]);
-  if (swept.removed.length > 0) logLine(`events state in ${dir}: removed ${swept.removed.length} temporary file(s) an interrupted write left behind`);
-  if (swept.failed.length > 0) logLine(`events state in ${dir}: cannot remove stale temporary files: ${swept.failed.slice(0, 5).join(", ")}`);
+  if (swept.removed.length > 0) logLine(`events state in ${dir}: removed ${swept.removed.length} temporary file(s) an interrupted write left behind`, { code: "events_state_temps_removed" });
+  if (swept.failed.length > 0) logLine(`events state in ${dir}: cannot remove stale temporary files: ${swept.failed.slice(0, 5).join(", ")}`, { level: "warn", code: "events_state_temps_kept" });
 }

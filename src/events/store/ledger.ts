@@ -56,6 +56,8 @@ export interface ArrivalFacts {
   subscriptionKey: string;
   /** Required for an occurrence (a received record); a gap record has no delivery mode. */
   delivery?: EventDelivery;
+  /** When it arrived in vigil (`performance.now()`): not recorded, only timed (metrics.ts ack latency). */
+  receivedMs?: number;
 }
 
 /** Why entries leave the queue (with the ledger on, every markDone says). */

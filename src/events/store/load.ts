@@ -68,7 +68,7 @@ export async function loadState(dir: string, options: EventsStoreOptions): Promi
       live,
     });
     if (replayed.uncommitted > 0) {
-      logLine(`events state in ${dir}: ${replayed.uncommitted} record(s) of a write a crash cut short (before its commit point) were set aside`);
+      logLine(`events state in ${dir}: ${replayed.uncommitted} record(s) of a write a crash cut short (before its commit point) were set aside`, { level: "warn", code: "events_state_uncommitted" });
     }
     // Records set aside, or ledger records a store without the ledger must not leave behind (a
     // later open with it would take what follows them for an uncommitted pass): rewritten away.

@@ -26,7 +26,7 @@ import { errnoCode, errorMessage } from "../../shared/errors.ts";
 import { isRecord } from "../../shared/guards.ts";
 import { scanLines } from "../../shared/durable/line-scan.ts";
 import { FILE_MODE } from "../../shared/durable/modes.ts";
-import type { EventOccurrence, GapNotice, PendingEntry } from "../types.ts";
+import type { EventOccurrence, GapNotice, PendingEntry, SubscriptionSpec } from "../types.ts";
 import { EventsStoreError } from "./errors.ts";
 import { EVENTS_LOG_FILE } from "./files.ts";
 
@@ -88,6 +88,12 @@ export function asEntry(x: unknown): PendingEntry | null {
   const entry: PendingEntry = { seq, action, server, name, arguments: args, event: event as EventOccurrence | GapNotice };
   if (instructions !== undefined) entry.instructions = instructions;
   return entry;
+}
+
+/** The queue entry of an occurrence or a gap notice for a subscription (the hub's `take`). */
+export function pendingOf(spec: SubscriptionSpec, action: "follow_up" | "steer", event: EventOccurrence | GapNotice): Omit<PendingEntry, "seq"> {
+  const { server, name, arguments: args, instructions } = spec;
+  return { action, server, name, arguments: args, ...(instructions !== undefined ? { instructions } : {}), event };
 }
 
 /**

@@ -30,6 +30,8 @@ export interface HostedSubscription {
   readonly dedup: DedupWindow;
   delivered: number;
   duplicates: number;
+  /** The delivery mode its loop runs in (null until one is chosen): the metrics' mode label. */
+  readonly mode?: EventDelivery | null;
   /** Up (a successful poll page or stream notification) since its loop last (re)started. */
   readonly up: boolean;
   /** Called by the delivery loops on every sign of life. */
@@ -55,7 +57,7 @@ export interface SubscriptionHost {
    * 200 for a duplicate, and 503 for a full queue, a failed write or a write past its deadline.
    * Never rejects.
    */
-  ingest(sub: HostedSubscription, occurrence: unknown): Promise<WebhookAnswer>;
+  ingest(sub: HostedSubscription, occurrence: unknown, receivedMs?: number): Promise<WebhookAnswer>;
   /**
    * Sets the subscription's webhook state in the snapshot (null: none) for the next commit; the
    * caller commits when it must be durable (before a route becomes routable).
@@ -64,9 +66,10 @@ export interface SubscriptionHost {
   /**
    * One occurrence: dedup by eventId, then (unless notify) onto the durable queue — "full" records
    * nothing — then the dedup window, the counters and the `mcp_event` frame. Not yet durable: the
-   * caller commits before it moves a cursor past it.
+   * caller commits before it moves a cursor past it. `receivedMs`: when it arrived in vigil
+   * (`performance.now()`, default now), for the acknowledgement latency (events/metrics.ts).
    */
-  accept(sub: HostedSubscription, event: EventOccurrence, delivery: EventDelivery): Acceptance;
+  accept(sub: HostedSubscription, event: EventOccurrence, delivery: EventDelivery, receivedMs?: number): Acceptance;
   /** A gap: a `gap` status frame, and (unless notify) a notice queued for the model; false when the queue is full. */
   gap(sub: HostedSubscription, notice: GapNotice): boolean;
   status(sub: HostedSubscription, detail: McpEventStatusDetail): void;

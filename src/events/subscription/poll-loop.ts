@@ -52,6 +52,7 @@ export async function runPoll(host: SubscriptionHost, sub: HostedSubscription, s
       continue;
     }
     if (signal.aborted) return;
+    const receivedMs = performance.now();
     const page = parsePollResult(raw);
     if ("error" in page) throw new EventsRpcError(-32603, `events/poll: ${page.error}`);
     sub.markUp("poll");
@@ -64,7 +65,7 @@ export async function runPoll(host: SubscriptionHost, sub: HostedSubscription, s
     let fresh = 0;
     let full = false;
     for (const entry of page.entries) {
-      const r = take(host, sub, entry, page.cursor);
+      const r = take(host, sub, entry, page.cursor, receivedMs);
       if (r === "full") {
         full = true;
         break;
@@ -112,8 +113,8 @@ async function overCap(host: SubscriptionHost, sub: HostedSubscription, sizing: 
 }
 
 /** One checked occurrence of a page: accepted, or reported as a gap (`invalid_event`, `oversized`) at the page's cursor. */
-function take(host: SubscriptionHost, sub: HostedSubscription, entry: OccurrenceCheck, cursor: string | null): Acceptance {
-  if (entry.ok) return host.accept(sub, entry.occurrence, "poll");
+function take(host: SubscriptionHost, sub: HostedSubscription, entry: OccurrenceCheck, cursor: string | null, receivedMs: number): Acceptance {
+  if (entry.ok) return host.accept(sub, entry.occurrence, "poll", receivedMs);
   // Told before (a replayed page): not progress, so a server repeating it with hasMore cannot spin us.
   const known = entry.seenKey !== null && sub.dedup.has(entry.seenKey);
   const notice = { gap: true as const, cursor, reason: entry.reason, eventId: entry.eventId, problem: entry.problem };

@@ -83,7 +83,7 @@ async function consume(
     if (signal.aborted) return "later";
     if (item === "idle") {
       const reason = describeSilence(stream.silence(idleMs));
-      logLine(`serve: events: ${sub.spec.server}/${sub.spec.name}: ${reason}`);
+      logLine(`serve: events: ${sub.spec.server}/${sub.spec.name}: ${reason}`, { level: "warn", server: sub.spec.server, event: sub.spec.name, code: "stream_silent" });
       host.status(sub, { kind: "error", error: reason, retry_in_ms: 0 });
       return "now";
     }
@@ -137,7 +137,7 @@ function handleRun(host: SubscriptionHost, sub: HostedSubscription, run: StreamN
   const take = (cursor: unknown) => {
     if (isStorableCursor(cursor)) out.cursor = { set: true, value: cursor };
   };
-  for (const { method, params } of run) {
+  for (const { method, params, receivedMs } of run) {
     switch (method) {
       case "notifications/events/active":
         sub.markUp("push");
@@ -166,7 +166,7 @@ function handleRun(host: SubscriptionHost, sub: HostedSubscription, run: StreamN
         const { _meta: _ignored, ...occurrence } = params;
         const check = checkOccurrence(occurrence);
         if (check.ok) {
-          if (host.accept(sub, check.occurrence, "push") === "full") return { ...out, full: true };
+          if (host.accept(sub, check.occurrence, "push", receivedMs) === "full") return { ...out, full: true };
         } else {
           const notice = { gap: true as const, cursor: cursorOrNull(params.cursor), reason: check.reason, eventId: check.eventId, problem: check.problem };
           if (!host.gap(sub, { ...notice, ...(check.seenKey !== null ? { seen_key: check.seenKey } : {}) })) return { ...out, full: true };

@@ -67,9 +67,9 @@ export class SubscriptionRoute implements WebhookRoute {
     this.routes.unregister(this);
   }
 
-  async deliver(body: WebhookBody): Promise<WebhookAnswer> {
+  async deliver(body: WebhookBody, receivedMs?: number): Promise<WebhookAnswer> {
     try {
-      return await this.answer(body);
+      return await this.answer(body, receivedMs);
     } catch (e) {
       // The contract: never rejects. A bug or a storage failure is retryable for the server.
       this.host.status(this.sub, { kind: "error", error: `a webhook delivery could not be handled: ${errorMessage(e)}` });
@@ -77,7 +77,7 @@ export class SubscriptionRoute implements WebhookRoute {
     }
   }
 
-  private async answer(body: WebhookBody): Promise<WebhookAnswer> {
+  private async answer(body: WebhookBody, receivedMs: number | undefined): Promise<WebhookAnswer> {
     switch (body.kind) {
       case "verification":
         return { status: 200, body: { challenge: body.challenge } };
@@ -92,7 +92,7 @@ export class SubscriptionRoute implements WebhookRoute {
         return this.gap(body.cursor);
       case "event":
         if (this.currentStage === "pending") return NOT_YET;
-        return this.host.ingest(this.sub, body.occurrence);
+        return this.host.ingest(this.sub, body.occurrence, receivedMs);
     }
   }
 

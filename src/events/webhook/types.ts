@@ -47,8 +47,8 @@ export interface WebhookRoute {
   /** The MCP server's origin (`https://host:port`) whose published keys bind `v1a`; null for stdio servers (no identity to enforce). */
   readonly origin: string | null;
   readonly stage: RouteStage;
-  /** Answers one delivery whose signature and subscription id were checked. Never rejects: a failure is a 503. */
-  deliver(body: WebhookBody): Promise<WebhookAnswer>;
+  /** Answers one delivery whose signature and subscription id were checked. Never rejects: a failure is a 503. `receivedMs`: the request's arrival (`performance.now()`). */
+  deliver(body: WebhookBody, receivedMs?: number): Promise<WebhookAnswer>;
 }
 
 /** What a token names right now. */

@@ -192,7 +192,7 @@ export async function unsubscribeWebhook(host: SubscriptionHost, sub: HostedSubs
   } catch (e) {
     const code = e instanceof EventsRpcError ? e.code : 0;
     if (classifyEventsError(code, undefined).kind !== "not_found") {
-      logLine(`serve: events: ${sub.spec.server}/${sub.spec.name}: events/unsubscribe failed (the server's subscription lapses at its expiry): ${errorMessage(e)}`);
+      logLine(`serve: events: ${sub.spec.server}/${sub.spec.name}: events/unsubscribe failed (the server's subscription lapses at its expiry): ${errorMessage(e)}`, { level: "warn", server: sub.spec.server, event: sub.spec.name, code: "unsubscribe_failed" });
     }
   } finally {
     link.drop();

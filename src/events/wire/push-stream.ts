@@ -22,6 +22,8 @@ const MAX_TIMER_MS = 2_147_483_647;
 export interface StreamNotification {
   method: string;
   params: Record<string, unknown>;
+  /** When it was routed to this stream (`performance.now()`, set by `offer`): an event's receipt, for the ack latency. */
+  receivedMs?: number;
 }
 
 export type StreamEnd =
@@ -60,6 +62,7 @@ export class PushStream {
       this.finish({ kind: "overflow" });
       return false;
     }
+    notification.receivedMs = performance.now();
     this.queue.push(notification);
     this.watch = observed(this.watch, notification.method, this.clock.now());
     this.wake();

@@ -147,7 +147,7 @@ export class ServerEvents {
       await this.list();
     } catch (e) {
       // The cache stays stale: the next subscription or `mcp_events_list` asks again.
-      logLine(`serve: events: MCP server ${JSON.stringify(this.server)}: re-listing events after list_changed failed: ${serverText(errorMessage(e))}`);
+      logLine(`serve: events: MCP server ${JSON.stringify(this.server)}: re-listing events after list_changed failed: ${serverText(errorMessage(e))}`, { level: "warn", server: this.server, code: "events_relist_failed" });
     }
   }
 

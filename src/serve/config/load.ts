@@ -14,6 +14,7 @@ import { open, stat } from "node:fs/promises";
 import { dirname, isAbsolute, resolve } from "node:path";
 import * as v from "valibot";
 import { VigilError, errnoCode, errorMessage } from "../../shared/errors.ts";
+import { sha256Hex } from "../../shared/digest.ts";
 import { isRecord } from "../../shared/guards.ts";
 import { decodeUtf8Strict } from "../../shared/strict-json.ts";
 import { parseJsonPolicy } from "../../policy/json-document.ts";
@@ -50,11 +51,16 @@ export function resolveConfigPath(flag: string | undefined, env: Env = process.e
 
 /** Reads and validates the config file. Throws VigilError("config_invalid"). */
 export async function loadServeConfig(path: string, env: Env = process.env): Promise<ServeConfig> {
+  return (await loadServeConfigFile(path, env)).config;
+}
+
+/** loadServeConfig, with the hex SHA-256 of the bytes validated (a reload logs it: the config in force). */
+export async function loadServeConfigFile(path: string, env: Env = process.env): Promise<{ config: ServeConfig; sha256: string }> {
   const bytes = await readBounded(path);
   const { config, secrets } = parseWithSecrets(bytes, { source: path, env, baseDir: dirname(resolve(path)) });
   const key = modelApiKey(config, env);
   registerSecrets([...secrets, ...secretValues(config), ...(key === undefined ? [] : [key])]);
-  return config;
+  return { config, sha256: sha256Hex(bytes) };
 }
 
 export interface ParseOptions {

@@ -119,12 +119,27 @@ export function loadServeTuning(env: Env = process.env): ServeTuning {
   return values as ServeTuning;
 }
 
+/** `VIGIL_METRICS`: `on` (the default) or `off` (no registry kept, no `/metrics`, `--metrics-listen` refused). */
+export const METRICS_ENV = "VIGIL_METRICS";
+
+/** `VIGIL_METRICS` read: true for on (also unset or empty), false for off, null for anything else (refused below). Any case. */
+export function metricsSetting(env: Env = process.env): boolean | null {
+  const raw = env[METRICS_ENV];
+  if (raw === undefined || raw === "") return true;
+  const v = raw.toLowerCase();
+  return v === "on" ? true : v === "off" ? false : null;
+}
+
 /**
  * The checks that are not one integer's bounds: the log level (read by shared/log.ts, which has no
- * way to refuse it) and a backoff whose first wait exceeds its cap (the cap would silently win).
+ * way to refuse it), `VIGIL_METRICS` and a backoff whose first wait exceeds its cap (the cap would
+ * silently win).
  */
 function crossChecks(env: Env, values: Partial<Record<TuningKnob, number>>): string[] {
   const problems: string[] = [];
+  if (metricsSetting(env) === null) {
+    problems.push(`${METRICS_ENV}: expected "on" or "off" (got ${JSON.stringify((env[METRICS_ENV] ?? "").slice(0, 32))})`);
+  }
   const level = env.VIGIL_LOG_LEVEL;
   if (level !== undefined && level !== "" && parseLogLevel(level) === null) {
     problems.push(`VIGIL_LOG_LEVEL: expected ${LOG_LEVELS.map((l) => JSON.stringify(l)).join(" or ")} (got ${JSON.stringify(level.slice(0, 32))})`);

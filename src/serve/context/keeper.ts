@@ -79,7 +79,7 @@ export class ContextKeeper {
     // Recorded before the request that relies on it: what the model is sent, a restart rebuilds.
     await this.o.emit(frame);
     this.blocks = applyCompaction(this.blocks, frame);
-    logDebug(`serve: context: ${count} earlier messages compacted (${s.by}), seq ${frame.from_seq}..${frame.to_seq}`);
+    logDebug(`serve: context: ${count} earlier messages compacted (${s.by}), seq ${frame.from_seq}..${frame.to_seq}`, { code: "context_compacted" });
   }
 
   /** Replaces the run's messages from after its prompt up to `end` by one summary message. */
@@ -89,7 +89,7 @@ export class ContextKeeper {
     const s = await summarize(this.o.chat, messages, messages.length, this.o.budget, signal);
     this.ownSummary = summaryMessage(s.summary);
     this.own.splice(start, end - start, this.ownSummary);
-    logDebug(`serve: context: ${messages.length} messages of the run compacted (${s.by})`);
+    logDebug(`serve: context: ${messages.length} messages of the run compacted (${s.by})`, { code: "context_compacted" });
   }
 
   /** The run's messages after its prompt in whole exchanges (an assistant turn with its tool results). */
@@ -113,7 +113,7 @@ export class ContextKeeper {
     const room = this.o.budget.trigger - fixed;
     if (sum(sizes) <= room) return messages;
     const caps = capsWithin(sizes, room);
-    logDebug(`serve: context: message texts cut to fit the model's context (${sum(sizes)} > ${room} tokens)`);
+    logDebug(`serve: context: message texts cut to fit the model's context (${sum(sizes)} > ${room} tokens)`, { code: "context_texts_cut" });
     return messages.map((m, i) => {
       if (caps[i]! >= sizes[i]! || m.text === null) return m;
       const encoded = textBytes(m.text);

@@ -4,6 +4,7 @@
  *   POST /v1/sessions/<name>/commands   one JSON command → its `response` frame as JSON
  *   GET  /v1/sessions/<name>/frames     SSE stream of frames (`?since=<seq>` replays)
  *   GET  /v1/health                     {ok, reasons, sessions, max_sessions, version, webhook?} — always 200 (health.ts)
+ *   GET  /metrics                       Prometheus text format 0.0.4 (metrics-route.ts), unless on --metrics-listen or off
  *   POST <callback path>/_vigil/mcp-events/<token>, GET /.well-known/mcp-webhook-receiver.json
  *                                       webhook deliveries, with a callback URL (webhook-receiver.ts)
  *
@@ -47,10 +48,21 @@ export interface DaemonHandler {
   closeStreams(): void;
   /** Ends the SSE streams of one session once their queued frames are sent (it failed). */
   endStreamsOf(name: string): void;
+  /** SSE streams attached now (the `vigil_sse_clients` gauge). */
+  readonly sseClients: number;
 }
 
-/** `webhook`: the receiver of webhook deliveries (webhook-receiver.ts), when a callback URL is configured. */
-export function createDaemonHandler(app: ServeApp, registry: SessionRegistry, health: () => HealthReport, webhook: WebhookReceiver | null = null): DaemonHandler {
+/**
+ * `webhook`: the receiver of webhook deliveries (webhook-receiver.ts), when a callback URL is configured.
+ * `metrics`: the `/metrics` route (metrics-route.ts); null when metrics are off or served on `--metrics-listen`.
+ */
+export function createDaemonHandler(
+  app: ServeApp,
+  registry: SessionRegistry,
+  health: () => HealthReport,
+  webhook: WebhookReceiver | null = null,
+  metrics: ((req: Request) => Response) | null = null,
+): DaemonHandler {
   const streams = new Map<SseStream, string>();
 
   async function fetch(req: Request, server: Server<undefined>): Promise<Response> {
@@ -59,6 +71,7 @@ export function createDaemonHandler(app: ServeApp, registry: SessionRegistry, he
       if (req.method !== "GET" && req.method !== "HEAD") return methodNotAllowed("GET");
       return Response.json({ ...health(), sessions: registry.size, max_sessions: registry.maxSessions, version: app.version });
     }
+    if (metrics !== null && url.pathname === "/metrics") return metrics(req);
     const m = SESSION_PATH.exec(url.pathname);
     if (m === null) return webhook?.handle(req, url, server) ?? jsonError(404, "not_found", `no such endpoint: ${req.method} ${url.pathname.slice(0, 200)}`);
     const name = safeDecode(m[1]!);
@@ -139,6 +152,9 @@ export function createDaemonHandler(app: ServeApp, registry: SessionRegistry, he
     endStreamsOf(name) {
       for (const [s, of] of [...streams]) if (of === name) s.endAfterSent();
     },
+    get sseClients() {
+      return streams.size;
+    },
   };
 }
 
@@ -159,7 +175,7 @@ function methodNotAllowed(allow: string): Response {
 
 function sessionUnavailable(name: string, e: unknown): Response {
   if (e instanceof TooManySessions) return jsonError(503, "too_many_sessions", e.message);
-  logLine(`serve: session ${JSON.stringify(name)} could not be opened: ${errorMessage(e)}`);
+  logLine(`serve: session ${JSON.stringify(name)} could not be opened: ${errorMessage(e)}`, { level: "error", session: name, code: "session_open_failed" });
   if (outOfDescriptors(e)) {
     return jsonError(503, "too_many_open_files", `session ${JSON.stringify(name)} could not be opened: the daemon is out of file descriptors (lower --max-sessions or raise its open-files limit)`);
   }

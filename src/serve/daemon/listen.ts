@@ -15,9 +15,10 @@ export const DEFAULT_LISTEN_HOST = "127.0.0.1";
 const HOST_NAME = /^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$/;
 const IPV6 = /^[0-9A-Fa-f:.]{2,45}$/;
 
-export function parseListen(raw: string): ListenAddress {
+/** `flag`: the flag named in refusals (`--listen`, `--metrics-listen`). */
+export function parseListen(raw: string, flag = "--listen"): ListenAddress {
   const bad = (why: string) =>
-    usageError(`--listen ${JSON.stringify(raw.slice(0, 80))}: ${why}`, "use HOST:PORT, [IPv6]:PORT or PORT, e.g. --listen 127.0.0.1:8080");
+    usageError(`${flag} ${JSON.stringify(raw.slice(0, 80))}: ${why}`, `use HOST:PORT, [IPv6]:PORT or PORT, e.g. ${flag} 127.0.0.1:8080`);
   let host: string;
   let portText: string;
   if (/^[0-9]+$/.test(raw)) {
@@ -44,4 +45,16 @@ export function parseListen(raw: string): ListenAddress {
 /** `http://host:port` with IPv6 hosts bracketed. */
 export function listenUrl(hostname: string, port: number): string {
   return `http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${port}`;
+}
+
+/**
+ * Whether `hostname` names only this machine: `localhost`, 127.0.0.0/8 or ::1 (also written in
+ * full, or as the IPv4-mapped ::ffff:127.x.y.z). By address text alone — nothing is resolved.
+ */
+export function isLoopbackHost(hostname: string): boolean {
+  const h = hostname.toLowerCase();
+  if (h === "localhost") return true;
+  const v4 = /^(?:::ffff:)?127\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(h);
+  if (v4 !== null) return v4.slice(1).every((o) => Number(o) <= 255);
+  return /^(?:0{0,4}:){2,7}0{0,3}1$/.test(h) && h.split(":").filter((p) => p !== "" && Number.parseInt(p, 16) !== 0).length === 1;
 }

@@ -110,11 +110,11 @@ export class SessionRegistry {
       this.lastRelease.delete(name);
       const done = this.app
         .closeSession(name, "reaped")
-        .catch((e) => logLine(`serve: reaping session ${JSON.stringify(name)} failed: ${errorMessage(e)}`))
+        .catch((e) => logLine(`serve: reaping session ${JSON.stringify(name)} failed: ${errorMessage(e)}`, { level: "warn", session: name, code: "session_reap_failed" }))
         .finally(() => this.closing.delete(name));
       this.closing.set(name, done);
     }
-    for (const name of reaped) logLine(`serve: session ${JSON.stringify(name)} reaped after ${Math.round(this.idleMs / 1000)} s idle`);
+    for (const name of reaped) logLine(`serve: session ${JSON.stringify(name)} reaped after ${Math.round(this.idleMs / 1000)} s idle`, { session: name, code: "session_reaped" });
     await Promise.all(reaped.map((n) => this.closing.get(n)));
     return reaped;
   }

@@ -35,7 +35,7 @@ export class SessionRestarts {
       void this.restart(name, next);
     }, next.delayMs, { unref: true });
     this.timers.set(name, { handle, at: this.scheduler.now() + next.delayMs });
-    logLine(`serve: session ${JSON.stringify(name)} restarts in ${next.delayMs / 1000} s`);
+    logLine(`serve: session ${JSON.stringify(name)} restarts in ${next.delayMs / 1000} s`, { level: "warn", session: name, code: "session_restart_scheduled" });
     return next.delayMs;
   }
 
@@ -63,9 +63,9 @@ export class SessionRestarts {
     this.states.set(name, { inARow: next.inARow, startedAt: this.scheduler.now() });
     try {
       await this.reopen(name);
-      logLine(`serve: session ${JSON.stringify(name)} restarted`);
+      logLine(`serve: session ${JSON.stringify(name)} restarted`, { session: name, code: "session_restarted" });
     } catch (e) {
-      logLine(`serve: session ${JSON.stringify(name)} could not be restarted: ${errorMessage(e)}`);
+      logLine(`serve: session ${JSON.stringify(name)} could not be restarted: ${errorMessage(e)}`, { level: "error", session: name, code: "session_restart_failed" });
       this.failed(name);
     }
   }

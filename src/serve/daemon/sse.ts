@@ -130,7 +130,7 @@ export class SseStream {
   /** Drops a client that fell too far behind: the connection is closed, not merely the body ended. */
   private cutOff(): void {
     if (this.closed) return;
-    logLine(`serve: session ${JSON.stringify(this.session.name)}: an SSE client fell more than ${this.limit} bytes behind and was disconnected`);
+    logLine(`serve: session ${JSON.stringify(this.session.name)}: an SSE client fell more than ${this.limit} bytes behind and was disconnected`, { level: "warn", session: this.session.name, code: "sse_client_behind" });
     this.close();
     try {
       this.controller?.error(new Error("the client fell too far behind"));

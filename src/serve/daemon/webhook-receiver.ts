@@ -19,6 +19,7 @@
  */
 import type { Server } from "bun";
 import { logLine } from "../../shared/log.ts";
+import { EVENTS } from "../../shared/metrics/catalog.ts";
 import { readAnnounced, readWithin } from "../../shared/read-within.ts";
 import { decodeWebhookBody } from "../../events/webhook/body.ts";
 import { verifyDelivery } from "../../events/webhook/signature.ts";
@@ -118,7 +119,7 @@ export function createWebhookReceiver(o: WebhookReceiverOptions): WebhookReceive
     });
   }
 
-  async function delivery(req: Request, token: string, server: Server<undefined>): Promise<Response> {
+  async function delivery(req: Request, token: string, server: Server<undefined>, receivedMs: number): Promise<Response> {
     if (req.method !== "POST") return refuse("method");
     const found = lookup(token);
     if (found instanceof Response) return found;
@@ -139,7 +140,7 @@ export function createWebhookReceiver(o: WebhookReceiverOptions): WebhookReceive
     // The route may have changed while the body arrived (unsubscribed, replaced): judge the current one.
     const current = lookup(token);
     if (current instanceof Response) return current;
-    return verified(req, current, body.bytes);
+    return verified(req, current, body.bytes, receivedMs);
   }
 
   function lookup(token: string): WebhookRoute | Response {
@@ -149,7 +150,7 @@ export function createWebhookReceiver(o: WebhookReceiverOptions): WebhookReceive
     return found.route;
   }
 
-  async function verified(req: Request, route: WebhookRoute, bytes: Uint8Array): Promise<Response> {
+  async function verified(req: Request, route: WebhookRoute, bytes: Uint8Array, receivedMs: number): Promise<Response> {
     const h = req.headers;
     const check = verifyDelivery({
       id: h.get("webhook-id"),
@@ -167,7 +168,7 @@ export function createWebhookReceiver(o: WebhookReceiverOptions): WebhookReceive
     if (decoded === null) return refuse("not_json");
     // A pending route (subscribe answer not stored yet) is routable for its verification only.
     if (route.stage === "pending" && decoded.kind !== "verification") return refuse("not_routable");
-    const answer = await answerOf(route, decoded);
+    const answer = await answerOf(route, decoded, receivedMs);
     if (answer.status >= 200 && answer.status < 300) {
       o.routes.succeeded(decoded.kind === "verification" ? "verifications" : answer.duplicate === true ? "duplicates" : "accepted");
     } else {
@@ -183,16 +184,29 @@ export function createWebhookReceiver(o: WebhookReceiverOptions): WebhookReceive
     handle(req, url, server) {
       if (url.pathname === RECEIVER_DOCUMENT_PATH) return Promise.resolve(receiverDocument(req));
       if (!url.pathname.startsWith(prefix)) return null;
-      return delivery(req, url.pathname.slice(prefix.length), server);
+      // Every answered delivery request is counted by its status (vigil_webhook_deliveries_total).
+      return delivery(req, url.pathname.slice(prefix.length), server, performance.now()).then(countDelivery, countFailure);
     },
   };
 }
 
 /** The route's answer; the contract says it never rejects, and if it did the server must retry. */
-async function answerOf(route: WebhookRoute, body: Parameters<WebhookRoute["deliver"]>[0]): Promise<WebhookAnswer> {
+async function answerOf(route: WebhookRoute, body: Parameters<WebhookRoute["deliver"]>[0], receivedMs: number): Promise<WebhookAnswer> {
   try {
-    return await route.deliver(body);
+    return await route.deliver(body, receivedMs);
   } catch {
     return { status: 503 };
   }
+}
+
+/** Counts an answered delivery by its status (a handful of codes: the label stays bounded). */
+function countDelivery(res: Response): Response {
+  EVENTS.webhookDeliveries.at(String(res.status)).inc();
+  return res;
+}
+
+/** A delivery that threw is answered 500 by the listener's error handler (run.ts): counted as such. */
+function countFailure(e: unknown): never {
+  EVENTS.webhookDeliveries.at("500").inc();
+  throw e;
 }

@@ -4,6 +4,7 @@
  * refused. A line names the kind and the count only — never a token, a header value or a body.
  */
 import type { WebhookRefusal } from "../../events/webhook/types.ts";
+import type { LogFields } from "../../shared/log.ts";
 
 export const REFUSAL_LOG_INTERVAL_MS = 60_000;
 
@@ -13,7 +14,7 @@ export class RefusalLog {
 
   constructor(
     private readonly now: () => number,
-    private readonly log: (line: string) => void,
+    private readonly log: (line: string, fields?: LogFields) => void,
   ) {}
 
   note(why: WebhookRefusal): void {
@@ -27,6 +28,6 @@ export class RefusalLog {
     this.last.set(why, at);
     this.unreported.delete(why);
     const since = last === undefined ? "" : " since the last line about it";
-    this.log(`serve: webhook receiver refused ${count} deliver${count === 1 ? "y" : "ies"} (${why})${since}`);
+    this.log(`serve: webhook receiver refused ${count} deliver${count === 1 ? "y" : "ies"} (${why})${since}`, { level: "warn", code: `webhook_${why}` });
   }
 }

@@ -3,7 +3,7 @@
  * collected up to a bound, stderr forwarded to vigil's log (bounded) with its last line kept for
  * the error message.
  */
-import { logLine } from "../../shared/log.ts";
+import { type LogFields, logLine } from "../../shared/log.ts";
 import type { GroupChild } from "../../shared/process-group.ts";
 import { sinkWrite } from "../../shared/sink.ts";
 import { scrubAndCut } from "../../shared/scrub.ts";
@@ -59,7 +59,7 @@ export async function readBounded(stream: ReadableStream<Uint8Array>, max: numbe
  * the window is scrubbed and cut like any long line, and the rest of that line is dropped up to its
  * newline — never forwarded as a line of its own, which could begin with the tail of a secret.
  */
-export async function forwardStderr(stream: ReadableStream<Uint8Array>, write: (line: string) => void = logLine): Promise<string> {
+export async function forwardStderr(stream: ReadableStream<Uint8Array>, write: (line: string, fields?: LogFields) => void = logLine): Promise<string> {
   const decoder = new TextDecoder("utf-8", { fatal: false });
   let forwarded = 0;
   let pending = "";
@@ -72,8 +72,8 @@ export async function forwardStderr(stream: ReadableStream<Uint8Array>, write: (
     if (clipped.trim() !== "") last = clipped.trim().slice(0, 200);
     if (forwarded < MAX_FORWARDED_STDERR_BYTES) {
       forwarded += clipped.length;
-      write(`model command: ${clipped}`);
-      if (forwarded >= MAX_FORWARDED_STDERR_BYTES) write("model command: (further stderr dropped)");
+      write(`model command: ${clipped}`, { code: "model_stderr" });
+      if (forwarded >= MAX_FORWARDED_STDERR_BYTES) write("model command: (further stderr dropped)", { level: "warn", code: "model_stderr_dropped" });
     }
   };
   const take = (text: string) => {

@@ -6,7 +6,7 @@
  * llama.cpp, LiteLLM) add fields of their own; only the fields we read must have the right shape.
  */
 import * as v from "valibot";
-import { type ChatMessage, ModelError, type ModelTurn, type ToolCall, ToolArgumentsError, type ToolSpec, isToolArgumentsError } from "./types.ts";
+import { type ChatMessage, ModelError, type ModelTurn, type TokenUsage, type ToolCall, ToolArgumentsError, type ToolSpec, isToolArgumentsError } from "./types.ts";
 
 /** Builds the request body. `tools` is omitted when empty: some servers refuse `tools: []`. */
 export function chatRequestBody(model: string, messages: ChatMessage[], tools: ToolSpec[]): Record<string, unknown> {
@@ -71,7 +71,18 @@ const WireResponse = v.object({
     ),
     v.minLength(1),
   ),
+  // Not checked here: usage only feeds metrics, so a server's odd `usage` never fails a turn (wireUsage).
+  usage: v.optional(v.unknown()),
 });
+
+const TokenCount = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(Number.MAX_SAFE_INTEGER));
+const WireUsage = v.object({ prompt_tokens: TokenCount, completion_tokens: TokenCount });
+
+/** `usage.prompt_tokens` / `completion_tokens` when both are sane counts; else nothing (servers that omit or garble it). */
+export function wireUsage(usage: unknown): TokenUsage | undefined {
+  const r = v.safeParse(WireUsage, usage);
+  return r.success ? { inputTokens: r.output.prompt_tokens, outputTokens: r.output.completion_tokens } : undefined;
+}
 
 /** Validates a parsed response body. Throws ModelError("protocol") naming the first bad path only (no values). */
 export function parseChatResponse(body: unknown): ModelTurn {
@@ -87,7 +98,8 @@ export function parseChatResponse(body: unknown): ModelTurn {
     name: c.function.name,
     arguments: parseArguments(c.function.name, c.function.arguments),
   }));
-  return { text: message.content ?? null, toolCalls };
+  const usage = wireUsage(r.output.usage);
+  return usage === undefined ? { text: message.content ?? null, toolCalls } : { text: message.content ?? null, toolCalls, usage };
 }
 
 function parseArguments(name: string, raw: string | Record<string, unknown>): unknown {

@@ -143,7 +143,7 @@ export function createOpenAiModel(config: OpenAiModelConfig, options: OpenAiMode
           const err = e instanceof ModelError ? e : new ModelError("protocol", scrub(errorMessage(e)), { cause: e });
           if (!err.retryable || retry >= MAX_RETRIES) throw err;
           const delay = err.retryAfterMs ?? Math.min(MAX_BACKOFF_MS, baseMs * 2 ** retry) * (0.5 + Math.random() / 2);
-          logLine(`model: ${err.kind === "http" ? `HTTP ${err.status}` : "connection failed"}; retry ${retry + 1}/${MAX_RETRIES} in ${Math.round(delay)} ms`);
+          logLine(`model: ${err.kind === "http" ? `HTTP ${err.status}` : "connection failed"}; retry ${retry + 1}/${MAX_RETRIES} in ${Math.round(delay)} ms`, { level: "warn", code: "model_retry" });
           await abortableSleep(delay, signal);
         }
       }

@@ -13,6 +13,7 @@ import type * as v from "valibot";
 import type { PathSegment } from "../../shared/document-path.ts";
 import type { Env } from "../config/env.ts";
 import { commandProvider } from "./command.ts";
+import { meteredChat } from "./metered.ts";
 import { openAiProvider } from "./openai.ts";
 import type { ExpandValue, ModelSchema, ProviderEntry, Redactor } from "./provider.ts";
 import type { RunModel } from "./types.ts";
@@ -76,7 +77,8 @@ export function modelApiKeyVariable(model: ModelConfig): string | undefined {
   return entryOf(model).apiKeyVariable(model);
 }
 
-/** The model a run talks to, with the run's bounds. */
+/** The model a run talks to, with the run's bounds; its turns are counted (metered.ts). */
 export function createRunModel(model: ModelConfig, options: { env: Env }): RunModel {
-  return entryOf(model).create(model, options);
+  const run = entryOf(model).create(model, options);
+  return { ...run, chat: meteredChat(run.chat) };
 }

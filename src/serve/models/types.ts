@@ -34,6 +34,13 @@ export interface ToolSpec {
 export interface ModelTurn {
   text: string | null;
   toolCalls: ToolCall[];
+  /** Tokens the API said the request and its answer took, when it said (OpenAI's `usage`); for metrics. */
+  usage?: TokenUsage;
+}
+
+export interface TokenUsage {
+  inputTokens: number;
+  outputTokens: number;
 }
 
 /**

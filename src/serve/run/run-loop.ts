@@ -38,6 +38,8 @@ import type { HistoryBlock } from "../context/blocks.ts";
 import { contextBudget } from "../context/budget.ts";
 import { ContextKeeper } from "../context/keeper.ts";
 import { ModelAnswerTooLargeError, modelAnswerProblem } from "./answer-caps.ts";
+import { countRun } from "./run-metrics.ts";
+import { type RunTraceInfo, endRunSpan, endToolSpan, startRunSpan, startToolSpan, tracedChat } from "./run-tracing.ts";
 import type { ToolGateway } from "./tool-gateway.ts";
 
 export interface RunInput {
@@ -68,6 +70,8 @@ export interface RunDeps {
   tools: ToolGateway | null;
   systemPrompt?: string;
   emit(frame: FrameBody): void | Promise<void>;
+  /** What the run's spans say about the session and its model (run-tracing.ts). */
+  trace?: RunTraceInfo;
 }
 
 export interface RunResult {
@@ -89,11 +93,14 @@ export async function runConversation(input: RunInput, deps: RunDeps, signal: Ab
   const timeoutMs = deps.model.timeoutMs;
   const timer = setTimeout(() => deadline.abort(new Error("timeout")), timeoutMs);
   const combined = AbortSignal.any([signal, deadline.signal]);
+  // Every model request of the run (its turns and compactions) is a span under the run's.
+  const span = startRunSpan(input.runId, input.trigger, deps.trace);
+  const model: RunModel = { ...deps.model, chat: tracedChat(deps.model.chat, span, deps.trace) };
 
   await deps.emit(runStartFrame(input.runId, input.trigger));
   // Every request goes through the keeper, which holds it within `model.context_tokens` (context/).
   const keeper = new ContextKeeper({
-    chat: deps.model.chat,
+    chat: model.chat,
     budget: contextBudget(deps.model.contextTokens),
     ...(deps.systemPrompt === undefined ? {} : { systemPrompt: deps.systemPrompt }),
     blocks: input.blocks ?? (input.history.length === 0 ? [] : [{ fromSeq: 1, toSeq: input.historySeq ?? 0, messages: input.history }]),
@@ -117,7 +124,7 @@ export async function runConversation(input: RunInput, deps: RunDeps, signal: Ab
   const turns: TurnProgress = { answered: 0, steersReceived: input.steersReceived };
   try {
     if (signal.aborted) throw new ModelError("aborted", "run aborted before it started");
-    await chatLoop(deps.model, deps, input.runId, keeper, add, takeSteers, combined, turns, () => steersSeen);
+    await chatLoop(model, deps, input.runId, keeper, add, takeSteers, combined, turns, () => steersSeen);
   } catch (e) {
     if (signal.aborted) {
       status = "aborted";
@@ -136,6 +143,8 @@ export async function runConversation(input: RunInput, deps: RunDeps, signal: Ab
   } finally {
     clearTimeout(timer);
   }
+  countRun(status, code);
+  endRunSpan(span, status, code);
   await deps.emit(runEndFrame(input.runId, status, error, code));
   const result: RunResult = { status, appended, steersSeen };
   if (error !== undefined) result.error = error;
@@ -199,13 +208,19 @@ async function chatLoop(
         const argumentsSha256 = canonicalSha256(isToolArgumentsError(call.arguments) ? call.arguments.raw : (call.arguments ?? {}));
         await deps.emit(toolCallFrame({ run_id: runId, server: "", tool: call.name, arguments_sha256: argumentsSha256, decision: "deny" }));
         await deps.emit(toolResultFrame(runId, true));
+        endToolSpan(startToolSpan(runId, call, specs, deps.trace?.session), { server: "", decision: "deny", reasonCode: "no_tools", isError: true });
         add({ role: "tool", toolCallId: call.id, text: "vigil: no tools are available in this session" });
         continue;
       }
       // tool_call is emitted once the decision is on record, before the server is called.
+      const span = startToolSpan(runId, call, specs, deps.trace?.session);
       const outcome = await deps.tools.call(runId, call, signal, (d) =>
         deps.emit(toolCallFrame({ run_id: runId, server: d.server, tool: d.tool, arguments_sha256: d.argumentsSha256, decision: d.decision })),
-      );
+      ).catch((e: unknown) => {
+        endToolSpan(span, { thrown: e });
+        throw e;
+      });
+      endToolSpan(span, outcome);
       await deps.emit(toolResultFrame(runId, outcome.isError));
       add({ role: "tool", toolCallId: call.id, text: outcome.text });
     }

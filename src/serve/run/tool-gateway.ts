@@ -21,6 +21,9 @@
  *   reconnecting since when, why, the next attempt), so the model can tell "gone for now" from
  *   "no such tool"; a listed tool whose server went down gets the same from the pool.
  * - Without a policy every call is allowed and recorded with reason_code `no_policy`.
+ * - The policy is read at each decision (a reload replaces it: policy-holder.ts). Limits, rate
+ *   buckets and seen definitions belong to one policy, so a replaced one starts them afresh and
+ *   the tools are listed (and observed for pins) again before the next call.
  * - With a decision log, a failed write denies the call with `E_EVIDENCE_UNAVAILABLE` (fail closed,
  *   the default) unless `onEvidenceFailure` is "continue"; once the log is poisoned every later
  *   call is denied the same way. These rules are wrap's, applied by the one pure function
@@ -37,9 +40,11 @@ import { type EvidenceFailureMode, governCall } from "../../policy/governed-call
 import type { LoadedPolicy } from "../../policy/load.ts";
 import { type PolicySession, createPolicySession, recordForwardedCall } from "../../policy/session.ts";
 import { observeToolsList, visibleTools } from "../../policy/tool-definition.ts";
+import type { PolicySource } from "../policy-holder.ts";
 import { canonicalSha256 } from "../../shared/digest.ts";
 import { isRecord } from "../../shared/guards.ts";
 import { type ToolCall, type ToolSpec, isToolArgumentsError } from "../models/types.ts";
+import { countToolCall, countUnplacedCall, toolCallTimer } from "./run-metrics.ts";
 import { ToolOffer } from "./tool-offer.ts";
 
 /** Largest tool result text handed to the model (UTF-8 bytes); the rest is cut with a note. */
@@ -47,7 +52,8 @@ export const MAX_TOOL_RESULT_BYTES = 64 * 1024;
 
 export interface ToolGatewayOptions {
   pool: Pick<McpServerPool, "listTools" | "callTool" | "unavailable">;
-  policy: LoadedPolicy | null;
+  /** The policy, or where the one in force is read at each decision. */
+  policy: LoadedPolicy | null | PolicySource;
   /** The decision log writer; null when no decision log is configured. */
   decisions: DecisionRecorder | null;
   sessionId: string;
@@ -87,15 +93,27 @@ export interface ToolGateway {
 }
 
 export function createToolGateway(options: ToolGatewayOptions): ToolGateway {
-  const { pool, policy, decisions, sessionId } = options;
+  const { pool, decisions, sessionId } = options;
+  const source: PolicySource = options.policy !== null && "current" in options.policy ? options.policy : { current: options.policy };
   const onEvidenceFailure = options.onEvidenceFailure ?? "deny";
   const sessions = new Map<string, PolicySession>();
   let known = new Map<string, PoolTool>();
+  let governing = source.current;
+  const policyNow = (): LoadedPolicy | null => {
+    const p = source.current;
+    if (p !== governing) {
+      governing = p;
+      sessions.clear();
+      known = new Map();
+    }
+    return p;
+  };
   let evidenceDown = false;
   // A tool left out to fit the model's context is not offered, so it cannot be called (tool-offer.ts).
   const offer = options.toolsMaxTokens === undefined ? null : new ToolOffer(options.toolsMaxTokens, sessionId);
 
   const sessionOf = (server: string): PolicySession | null => {
+    const policy = policyNow();
     if (policy === null) return null;
     let s = sessions.get(server);
     if (s === undefined) {
@@ -107,6 +125,7 @@ export function createToolGateway(options: ToolGatewayOptions): ToolGateway {
 
   async function refresh(): Promise<PoolTool[]> {
     const tools = await pool.listTools();
+    const policy = policyNow();
     known = new Map(tools.map((t) => [t.qualifiedName, t]));
     if (policy !== null) {
       // Pins are checked against the definitions last listed, per server (as wrap observes tools/list).
@@ -122,6 +141,7 @@ export function createToolGateway(options: ToolGatewayOptions): ToolGateway {
 
   async function specs(): Promise<ToolSpec[]> {
     const tools = await refresh();
+    const policy = policyNow();
     const shown =
       policy === null
         ? tools
@@ -139,6 +159,7 @@ export function createToolGateway(options: ToolGatewayOptions): ToolGateway {
     if (args !== undefined && args !== null && !isRecord(args)) {
       return denyDecision("E_INVALID_CALL", "tools/call params.arguments is not an object", null);
     }
+    const policy = policyNow();
     if (policy === null) return noPolicyDecision("no policy is configured");
     return evaluateToolCall(policy.policy, sessionOf(server)!, { name: tool, arguments: args ?? {} }, performance.now());
   }
@@ -150,11 +171,13 @@ export function createToolGateway(options: ToolGatewayOptions): ToolGateway {
     onDecided?: (d: DecidedCall) => void | Promise<void>,
   ): Promise<ToolOutcome> {
     const argumentsSha256 = canonicalSha256(isToolArgumentsError(tc.arguments) ? tc.arguments.raw : (tc.arguments ?? {}));
+    policyNow(); // a replaced policy empties `known`: the tools are observed again first
     if (known.size === 0 || !known.has(tc.name)) await refresh();
     const target = known.get(tc.name);
     if (target === undefined) {
       await onDecided?.({ server: "", tool: tc.name, argumentsSha256, decision: "deny" });
       const down = pool.unavailable(tc.name);
+      countUnplacedCall(down !== null ? "server_unavailable" : "unknown_tool");
       return {
         text: down !== null ? `vigil: ${down}` : `vigil: unknown tool ${JSON.stringify(tc.name.slice(0, 200))}; use one of the tools offered`,
         isError: true,
@@ -170,6 +193,7 @@ export function createToolGateway(options: ToolGatewayOptions): ToolGateway {
     if (withheld !== null) {
       // Not a governed call (the model was never offered it): answered, not recorded, like an unknown tool.
       await onDecided?.({ server, tool, argumentsSha256, decision: "deny" });
+      countToolCall(server, tool, "deny", "not_offered");
       return { text: withheld, isError: true, decision: "deny", server, tool, argumentsSha256, reasonCode: null };
     }
     const governed = governCall({
@@ -186,6 +210,7 @@ export function createToolGateway(options: ToolGatewayOptions): ToolGateway {
     const fate = recorded ? governed.ifRecorded : governed.ifNotRecorded;
     const base = { server, tool, argumentsSha256, reasonCode: fate.decision.reason_code };
     await onDecided?.({ server, tool, argumentsSha256, decision: fate.action === "forward" ? "allow" : "deny" });
+    countToolCall(server, tool, fate.action === "forward" ? "allow" : "deny", fate.decision.reason_code);
     if (fate.action === "deny") {
       const text = isToolArgumentsError(tc.arguments) && fate.decision.reason_code === "E_INVALID_CALL"
         ? `vigil: ${tc.arguments.message}`
@@ -194,10 +219,11 @@ export function createToolGateway(options: ToolGatewayOptions): ToolGateway {
     }
     const s = sessionOf(server);
     if (fate.consumesLimits && s !== null) sessions.set(server, recordForwardedCall(s, performance.now()));
+    const started = performance.now();
     const result = await pool.callTool(tc.name, (tc.arguments ?? {}) as Record<string, unknown>, {
       signal,
       ...(options.callTimeoutMs === undefined ? {} : { timeoutMs: options.callTimeoutMs }),
-    });
+    }).finally(() => toolCallTimer(server, tool).observeSince(started));
     return { ...base, text: resultText(result), isError: result.isError === true, decision: "allow" };
   }
 

@@ -27,7 +27,7 @@ export class ToolOffer {
     const report = offerReport(fit, this.maxTokens);
     if (report.key !== this.reported) {
       this.reported = report.key;
-      logLine(`serve: session ${JSON.stringify(this.sessionId)}: ${report.text}`);
+      logLine(`serve: session ${JSON.stringify(this.sessionId)}: ${report.text}`, { level: "warn", session: this.sessionId, code: "tools_offer_cut" });
     }
     return fit.offered;
   }

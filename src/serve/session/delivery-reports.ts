@@ -12,6 +12,7 @@
  */
 import type { ModelUnavailableFrame } from "../../events/model-status.ts";
 import type { Injection, ReceivedListener } from "../../events/ports.ts";
+import { MODEL_OUTAGE } from "../models/outage-clock.ts";
 import type { TranscriptRecord } from "../state/transcript.ts";
 import type { PendingItem } from "./queues.ts";
 import { notifyEach } from "./session-support.ts";
@@ -79,9 +80,16 @@ export class DeliveryReports {
       const { error, retry_in_ms: retryIn } = frame as unknown as ModelUnavailableFrame;
       const since = this.unavailable?.since ?? frame.time;
       this.unavailable = { error, since, retryAt: this.now() + retryIn };
+      MODEL_OUTAGE.enter(this);
     } else if (frame.type === "model_available") {
       this.unavailable = null;
+      MODEL_OUTAGE.leave(this);
     }
+  }
+
+  /** The session closed: its outage, if any, no longer runs the model-unavailable clock. */
+  close(): void {
+    MODEL_OUTAGE.leave(this);
   }
 
   /** get_state's part: `{model_unavailable}` during an outage, else nothing. */

@@ -41,7 +41,7 @@ export class FrameLog {
    */
   private failed(e: unknown): void {
     const message = `the session's transcript failed: ${errorMessage(e)}`;
-    logLine(message);
+    logLine(message, { level: "error", code: "session_failed" });
     const frame = { type: "error", code: "session_failed", message };
     const json = JSON.stringify(frame);
     for (const listener of [...this.listeners]) {
@@ -66,7 +66,7 @@ export class FrameLog {
       this.lastError = e;
       if (this.transcript.failed === null) {
         // Only this frame was refused (over the record cap); the transcript goes on.
-        logLine(`serve: a ${frame.type} frame was not stored or sent: ${errorMessage(e)}`);
+        logLine(`serve: a ${frame.type} frame was not stored or sent: ${errorMessage(e)}`, { level: "warn", code: "frame_not_stored" });
       } else if (!this.toldFailed) {
         this.toldFailed = true;
         this.failed(e);

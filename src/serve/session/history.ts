@@ -103,6 +103,7 @@ export async function rebuildHistory(transcript: Transcript, session = ""): Prom
   logDebug(
     `serve: session ${JSON.stringify(session)} opened: records_read=${transcript.recordsRead} (history: ${read} records after seq ${from}, ` +
       `${fold.blocks.length} blocks; transcript last_seq=${transcript.lastSeq})`,
+    { session, code: "session_read" },
   );
   return fold;
 }

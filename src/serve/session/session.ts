@@ -213,6 +213,7 @@ export class Session implements EventsSession {
   close(): Promise<void> {
     if (this.closing !== null) return this.closing;
     this.closing = (async () => {
+      this.reports.close();
       const run = this.run;
       if (run !== null) {
         if (!run.controller.signal.aborted) run.controller.abort(new Error("the session is closing"));

@@ -109,8 +109,8 @@ function lstatOrNull(path: string): Stats | null {
   }
 }
 
-/** lstat-based: a symlink is refused rather than followed. */
-function checkPrivateDir(dir: string, what: string): void {
+/** lstat-based: a symlink is refused rather than followed. Also state-dir-check.ts's (serve --check-config). */
+export function checkPrivateDir(dir: string, what: string): void {
   const st = lstatOrNull(dir);
   const refuse = (why: string, hint?: string) =>
     new StateError("unsafe_state_dir", `refusing ${what} ${dir}: ${why}`, hint === undefined ? {} : { hint });

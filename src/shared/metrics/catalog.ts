@@ -12,8 +12,8 @@ import { MetricsRegistry } from "./registry.ts";
 
 export const METRICS = new MetricsRegistry();
 
-/** Delivery modes of MCP Events, as a label. */
-export type EventMode = "poll" | "push" | "webhook";
+/** Delivery modes of MCP Events, as a label; "restored": queued by an earlier process, "none": no mode chosen yet (events/metrics.ts). */
+export type EventMode = "poll" | "push" | "webhook" | "restored" | "none";
 
 const EVENT_LABELS = ["server", "event", "mode"] as const;
 
@@ -40,8 +40,12 @@ export const MODEL = {
   requests: METRICS.counter("vigil_model_requests_total", "Model requests, by outcome", ["outcome"]),
   latency: METRICS.histogram("vigil_model_request_duration_seconds", "Model request duration", ["outcome"]),
   tokens: METRICS.counter("vigil_model_tokens_total", "Tokens the model API reported, by type (input or output)", ["type"]),
-  compactions: METRICS.counter("vigil_model_compactions_total", "Context compactions before a model request", []),
-  unavailableSeconds: METRICS.counter("vigil_model_unavailable_seconds_total", "Time a session's model was marked unavailable", []),
+  compactions: METRICS.counter("vigil_model_compactions_total", "Context compactions before a model request, by who wrote the summary (model, or trim when the model gave none)", ["by"]),
+} as const;
+
+/** Collected at scrape time (serve/models/outage-clock.ts), so an outage still going on counts up to the scrape. */
+export const MODEL_COLLECTED = {
+  unavailableSeconds: "vigil_model_unavailable_seconds_total",
 } as const;
 
 export const RUNS = {

@@ -23,6 +23,9 @@ describe("planServe", () => {
       eventsReapable: false,
       transcriptRetainBytes: 1024 * 1024 * 1024,
       callbackUrl: null,
+      metrics: false,
+      logFormat: undefined,
+      check: null,
       mode: { kind: "stdio", session: "default" },
     });
     expect(planServe({ "transcript-retain-bytes": "0" }).transcriptRetainBytes).toBe(0);
@@ -31,7 +34,7 @@ describe("planServe", () => {
 
   test("--listen: daemon mode with the default idle timeout; the events owner is --mcp-events-session", () => {
     const plan = planServe({ listen: "8080", "mcp-events-session": "ops", "mcp-events-reapable": true, config: "c.json" });
-    expect(plan.mode).toEqual({ kind: "daemon", listen: { hostname: "127.0.0.1", port: 8080 }, idleTimeoutSecs: DEFAULT_IDLE_TIMEOUT_SECS, maxSessions: 1000 });
+    expect(plan.mode).toEqual({ kind: "daemon", listen: { hostname: "127.0.0.1", port: 8080 }, idleTimeoutSecs: DEFAULT_IDLE_TIMEOUT_SECS, maxSessions: 1000, metricsListen: null });
     expect(plan.eventsOwner).toBe("ops");
     expect(plan.eventsReapable).toBe(true);
     expect(plan.config).toBe("c.json");
@@ -42,6 +45,30 @@ describe("planServe", () => {
   test("--mcp-events-callback-url reaches the plan, path included (http:// stays accepted)", () => {
     expect(planServe({ listen: "8080", "mcp-events-callback-url": "https://edge.example.com/agent/" }).callbackUrl?.href).toBe("https://edge.example.com/agent/");
     expect(planServe({ listen: "8080", "mcp-events-callback-url": "http://127.0.0.1:9/" }).callbackUrl?.href).toBe("http://127.0.0.1:9/");
+  });
+
+  test("--metrics-listen: a loopback address for /metrics; VIGIL_METRICS=off keeps no metrics", () => {
+    const plan = planServe({ listen: "0.0.0.0:8080", "metrics-listen": "127.0.0.1:9100" }, {});
+    expect(plan.metrics).toBe(true);
+    expect(plan.mode).toMatchObject({ kind: "daemon", metricsListen: { hostname: "127.0.0.1", port: 9100 } });
+    for (const host of ["localhost:0", "[::1]:0", "127.1.2.3:0"]) expect(planServe({ listen: "8080", "metrics-listen": host }, {}).metrics).toBe(true);
+    expect(planServe({ listen: "8080" }, { VIGIL_METRICS: "off" }).metrics).toBe(false);
+    expect(planServe({ listen: "8080" }, { VIGIL_METRICS: "ON" }).metrics).toBe(true);
+    const refused = (flags: ServeFlags, env: Record<string, string>) => {
+      try {
+        planServe(flags, env);
+      } catch (e) {
+        if (e instanceof VigilError) return e;
+      }
+      throw new Error("expected a refusal");
+    };
+    expect(refused({ "metrics-listen": "127.0.0.1:9100" }, {}).message).toContain("--metrics-listen moves the daemon's /metrics: it requires --listen");
+    expect(refused({ listen: "8080", "metrics-listen": "0.0.0.0:9100" }, {}).message).toContain("not a loopback address");
+    expect(refused({ listen: "8080", "metrics-listen": "[::]:9100" }, {}).message).toContain("not a loopback address");
+    expect(refused({ listen: "8080", "metrics-listen": "localhost" }, {}).message).toContain("--metrics-listen \"localhost\": missing :PORT");
+    const off = refused({ listen: "8080", "metrics-listen": "127.0.0.1:9100" }, { VIGIL_METRICS: "off" });
+    expect(off.exitCode).toBe(2);
+    expect(off.message).toContain("VIGIL_METRICS=off");
   });
 
   test("each refusal is a usage error (exit 2) naming the flag", () => {
