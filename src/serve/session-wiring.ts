@@ -207,7 +207,7 @@ function sessionRunner(parts: SessionParts, name: string, evidence: SessionEvide
     : new DecisionRecorder(log, config.evidence.event_source, () => policy.current?.digest ?? null, false, log.head().count);
   const gateway = createToolGateway({ pool, policy, decisions, sessionId: name, toolsMaxTokens: contextBudget(model.contextTokens).toolsMax });
   const systemPrompt = config.system_prompt === undefined ? {} : { systemPrompt: config.system_prompt };
-  const trace = runTraceInfo(name, config.model);
+  const trace = runTraceInfo(name, config.model, pool);
   return (request, emit, signal) => {
     const announcing = async (frame: FrameBody) => {
       await emit(frame);

@@ -114,7 +114,9 @@ describe("vigil serve: OpenTelemetry traces", () => {
       "vigil.tool.server": "tickets",
       "vigil.tool.decision": "allow",
       "vigil.policy.reason_code": "P_ALLOW",
+      "network.transport": "tcp",
     });
+    expect(attrs(echo)["mcp.session.id"]).toBeString();
     expect(echo.status?.code ?? 0).not.toBe(2);
     // The denied call is a span too: the decision's code, status error, and it never reached the server.
     const denied = children.find((s) => s.name.startsWith("execute_tool") && attrs(s)["gen_ai.tool.call.id"] === "call-blob-2")!;

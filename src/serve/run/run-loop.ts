@@ -220,7 +220,7 @@ async function chatLoop(
         endToolSpan(span, { thrown: e });
         throw e;
       });
-      endToolSpan(span, outcome);
+      endToolSpan(span, outcome, deps.trace);
       await deps.emit(toolResultFrame(runId, outcome.isError));
       add({ role: "tool", toolCallId: call.id, text: outcome.text });
     }

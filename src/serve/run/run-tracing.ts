@@ -12,15 +12,16 @@
  *   `connect`, `protocol`, `aborted`, `exit`, `spawn`);
  * - each tool call: `execute_tool {tool}` (INTERNAL, child of the run) with `gen_ai.tool.name`,
  *   `gen_ai.tool.call.id`, the server and the policy's decision and reason code, and
- *   `mcp.method.name` = `tools/call` when the call reached an MCP server (the MCP conventions put
- *   MCP attributes on the GenAI tool span rather than a second span). A denied call is a span too:
- *   status ERROR, `error.type` = the reason code; an `isError` result is `tool_error` (as the MCP
- *   conventions say). A tool name the model made up (not offered) is not put in the span name or
+ *   `mcp.method.name` = `tools/call`, `mcp.session.id` and `network.transport` when the call
+ *   reached an MCP server (the MCP conventions put MCP attributes on the GenAI tool span rather
+ *   than a second span). A denied call is a span too: status ERROR, `error.type` = the reason
+ *   code; an `isError` result is `tool_error` (as the MCP conventions say). A tool name the model made up (not offered) is not put in the span name or
  *   attributes: a model must not mint span names; `error.type` says `unknown_tool`.
  *
  * No argument, prompt, message or result text goes in any attribute: names, ids, counts and codes only.
  */
-import { type TraceSpan, keepSpan, keptSpan, startSpan, tracingEnabled } from "../../shared/tracing.ts";
+import type { McpServerPool } from "../../mcp/server-pool.ts";
+import { type Attributes, type TraceSpan, keepSpan, keptSpan, startSpan, tracingEnabled } from "../../shared/tracing.ts";
 import type { ModelConfig } from "../models/registry.ts";
 import { type ChatModel, ModelError, type ToolCall } from "../models/types.ts";
 import type { ToolOutcome } from "./tool-gateway.ts";
@@ -32,10 +33,25 @@ export interface RunTraceInfo {
   provider: string;
   /** `gen_ai.request.model`, when the provider has one (the `command` model has none). */
   model?: string;
+  /** The MCP attributes of a call that reached `server` (read when the call ended). */
+  mcp?: (server: string) => Attributes;
 }
 
-export function runTraceInfo(session: string, model: ModelConfig): RunTraceInfo {
-  return model.provider === "openai" ? { session, provider: "openai", model: model.model } : { session, provider: "vigil.command" };
+type PoolView = Pick<McpServerPool, "transport" | "serverConfig">;
+
+export function runTraceInfo(session: string, model: ModelConfig, pool?: PoolView): RunTraceInfo {
+  const info: RunTraceInfo = model.provider === "openai" ? { session, provider: "openai", model: model.model } : { session, provider: "vigil.command" };
+  if (pool !== undefined) info.mcp = (server) => mcpAttributes(pool, server);
+  return info;
+}
+
+/** The MCP conventions' connection attributes: the transport, and the MCP session id (HTTP servers). */
+function mcpAttributes(pool: PoolView, server: string): Attributes {
+  const transport = pool.serverConfig(server)?.transport;
+  return {
+    "network.transport": transport === "stdio" ? "pipe" : transport === "http" ? "tcp" : undefined,
+    "mcp.session.id": boundedId(pool.transport(server)?.sessionId),
+  };
 }
 
 /** The run's span, kept by its run id (the events coalescer parents a delivered batch on it). */
@@ -125,7 +141,7 @@ export function startToolSpan(runId: string, call: ToolCall, offered: readonly {
 /** What the gateway decided (`reasonCode`: the policy's, or vigil's own `no_tools`; null: no decision was made). */
 type Outcome = Pick<ToolOutcome, "server" | "decision" | "isError"> & { reasonCode: string | null };
 
-export function endToolSpan(span: TraceSpan, outcome: Outcome | { thrown: unknown }): void {
+export function endToolSpan(span: TraceSpan, outcome: Outcome | { thrown: unknown }, info?: RunTraceInfo): void {
   if ("thrown" in outcome) {
     span.fail(outcome.thrown instanceof Error && outcome.thrown.name === "AbortError" ? "aborted" : "_OTHER");
     span.end();
@@ -138,12 +154,13 @@ export function endToolSpan(span: TraceSpan, outcome: Outcome | { thrown: unknow
     "vigil.policy.reason_code": outcome.reasonCode ?? undefined,
     "mcp.method.name": reached ? "tools/call" : undefined,
   });
+  if (reached && span.recording && info?.mcp !== undefined) span.set(info.mcp(outcome.server));
   if (outcome.decision === "deny") span.fail(outcome.reasonCode ?? (outcome.server === "" ? "unknown_tool" : "not_offered"));
   else if (outcome.isError) span.fail("tool_error");
   span.end();
 }
 
-/** A provider's call id is an id, but bounded: it is the model's text all the same. */
-function boundedId(id: string): string {
-  return id.length > 128 ? id.slice(0, 128) : id;
+/** A provider's call id (or a server's session id) is an id, but bounded: it is another's text all the same. */
+function boundedId<T extends string | undefined>(id: T): T {
+  return (id !== undefined && id.length > 128 ? id.slice(0, 128) : id) as T;
 }
