@@ -47,6 +47,8 @@ describe("vigil serve: OpenTelemetry traces", () => {
   test("a daemon's event batch run: run, model requests, tool calls and the delivered batch in one trace, no text, the header secret kept", async () => {
     const receiver = startOtlpReceiver(cleanups);
     const env = await eventsEnvironment(cleanups, {
+      // With MCP sessions, so a tool call's span has an `mcp.session.id`.
+      fixtureEnv: { MCP_FIXTURE_SESSION: true },
       servers: (fx) => [httpServer(fx!, "tickets", [{ name: "ticket.updated", delivery: "poll" }])],
       knobs: {
         OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,

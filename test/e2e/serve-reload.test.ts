@@ -84,7 +84,7 @@ async function hangUp(d: Daemon, needle: string): Promise<string> {
   process.kill(d.client.pid, "SIGHUP");
   const lines = await waitFor(() => linesWith(d, needle), {
     until: (l) => l.length > before,
-    timeoutMs: 30_000,
+    timeoutMs: 20_000,
     label: `a new ${JSON.stringify(needle)} line after SIGHUP`,
     show: () => d.client.stderrText(),
   });
