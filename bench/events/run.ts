@@ -50,7 +50,7 @@
  * (errors, SIGINT/SIGTERM/SIGHUP, an overall deadline: 290 s plus each to-the-model run's bound) and
  * the temporary directory is removed.
  */
-import { closeSync, existsSync, fstatSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { type MockModel, type RecordedRequest, startMockModel } from "../../test/fixtures/mock-model.ts";
@@ -60,10 +60,10 @@ import { VIGIL, machine, vigilPresent } from "../vigil-under-test.ts";
 import { type Memory, cpuMsOf, memoryOf, selfCpuMs } from "../proc.ts";
 import { type Child, exitUnlessDoneWithin, type LineHandler, spawnChild, stop, until, waitLine, waitStderr } from "../children.ts";
 import { inFlight } from "../in-flight.ts";
+import { type Control, type FixtureState, FIXTURE, LogTail, control, startHttpFixture } from "./fixture.ts";
 
 const ROOT = resolve(import.meta.dir, "../..");
 const BUN = process.execPath;
-const FIXTURE = join(ROOT, "test/fixtures/servers/events-fixture.ts");
 const BASELINE = join(import.meta.dir, "baseline.ts");
 
 const DEADLINE_MS = 290_000;
@@ -188,47 +188,7 @@ async function closeModel(m: MockModel): Promise<void> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The fixture
-
-interface FixtureState {
-  pid: number;
-  polls: number;
-  streams_open: number;
-  streams_total: number;
-  last_seq: number;
-}
-
-interface Control {
-  url: string;
-  pid: number;
-  post(route: string, body?: unknown): Promise<Record<string, unknown>>;
-  state(): Promise<FixtureState>;
-}
-
-async function control(url: string): Promise<Control> {
-  const call = async (path: string, init: RequestInit) => {
-    const res = await fetch(`${url}/control/${path}`, { ...init, signal: AbortSignal.timeout(15_000) });
-    const text = await res.text();
-    if (!res.ok) throw new Error(`fixture ${path}: HTTP ${res.status} ${text.slice(0, 300)}`);
-    return JSON.parse(text) as Record<string, unknown>;
-  };
-  const state = async () => (await call("state", { method: "GET" })) as unknown as FixtureState;
-  const { pid } = await state();
-  return {
-    url,
-    pid,
-    post: (route, body = {}) => call(route, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
-    state,
-  };
-}
-
-/** The HTTP fixture, as a child of ours (it exits when our pipe to its stdin closes). */
-async function startHttpFixture(env: Record<string, string>): Promise<{ child: Child; mcpUrl: string; control: Control }> {
-  const child = spawnChild("events fixture", [BUN, FIXTURE], { env: { ...env, MCP_FIXTURE_EXIT_ON_STDIN_EOF: "1" } });
-  const m = await waitLine(child, /^(\{.*"mcp".*\})$/, START_MS);
-  const urls = JSON.parse(m[1]!) as { mcp: string; control: string };
-  return { child, mcpUrl: urls.mcp, control: await control(urls.control) };
-}
+// The fixture (the rest of it: ./fixture.ts)
 
 async function waitControlFile(file: string, ms: number, alive: () => boolean): Promise<Control> {
   const deadline = performance.now() + ms;
@@ -275,42 +235,6 @@ function frameCounter(): { counts: FrameCounts; onLine: LineHandler } {
     if (kind === "error" && counts.errors.length < 5) counts.errors.push(typeof f.error === "string" ? f.error : JSON.stringify(f.error));
   };
   return { counts, onLine };
-}
-
-/** Counts the `add` records of an append-only JSON Lines log, reading only what was appended since. */
-class LogTail {
-  adds = 0;
-  private offset = 0;
-  private carry = "";
-  private fd: number | null = null;
-  private readonly buf = Buffer.alloc(1 << 20);
-
-  constructor(private readonly path: string) {}
-
-  poll(): number {
-    if (this.fd === null) {
-      if (!existsSync(this.path)) return this.adds;
-      this.fd = openSync(this.path, "r");
-    }
-    const size = fstatSync(this.fd).size;
-    while (this.offset < size) {
-      const n = readSync(this.fd, this.buf, 0, Math.min(this.buf.length, size - this.offset), this.offset);
-      if (n <= 0) break;
-      this.offset += n;
-      const text = this.carry + this.buf.toString("latin1", 0, n);
-      const last = text.lastIndexOf("\n");
-      const complete = last === -1 ? "" : text.slice(0, last);
-      this.carry = text.slice(last + 1);
-      if (complete === "") continue;
-      for (const line of complete.split("\n")) if (line.startsWith('{"add"')) this.adds++;
-    }
-    return this.adds;
-  }
-
-  close(): void {
-    if (this.fd !== null) closeSync(this.fd);
-    this.fd = null;
-  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ export const SERVE_FLAGS = {
   config: { type: "string", description: "Config file (default $VIGIL_CONFIG, then ./vigil.json)", valueHint: "FILE" },
   "state-dir": { type: "string", description: "State directory (default $XDG_STATE_HOME/vigil)", valueHint: "DIR" },
   session: { type: "string", description: "stdio mode: the session name (default: default)", valueHint: "NAME" },
-  listen: { type: "string", description: "Daemon mode: serve HTTP on HOST:PORT (a bare PORT binds 127.0.0.1)", valueHint: "HOST:PORT" },
+  listen: { type: "string", description: "Daemon mode: serve HTTP on HOST:PORT (a bare PORT binds 127.0.0.1); SIGHUP reloads policy and mcp_servers", valueHint: "HOST:PORT" },
   "metrics-listen": { type: "string", description: "Daemon: serve /metrics on this loopback HOST:PORT instead of on --listen", valueHint: "HOST:PORT" },
   "session-idle-timeout": { type: "string", description: "Daemon: reap sessions idle this long (default 3600, 0 = never)", valueHint: "SECS" },
   "max-sessions": { type: "string", description: "Daemon: open sessions at most; past it a new one gets 503 (default 1000)", valueHint: "N" },

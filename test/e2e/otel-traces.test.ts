@@ -58,7 +58,6 @@ describe("vigil serve: OpenTelemetry traces", () => {
     });
     const policyFile = `${env.dir}/policy.yaml`;
     writeFileSync(policyFile, 'version: 1\ntools:\n  deny: ["blob"]\n');
-    env.writeConfig([httpServer(env.fixture!, "tickets", [{ name: "ticket.updated", delivery: "poll" }])]);
     const config = JSON.parse(await Bun.file(env.configFile).text());
     writeFileSync(env.configFile, JSON.stringify({ ...config, policy: policyFile }));
     env.model.setDefaultReply(reply);

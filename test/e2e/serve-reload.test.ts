@@ -104,9 +104,10 @@ function decisions(stateDir: string, session: string): Record<string, unknown>[]
 /** The policy digest a reload line names. */
 const digestIn = (line: string) => /policy (sha256:[0-9a-f]{64}|none)/.exec(line)?.[1];
 
-async function servers(d: Daemon, session: string): Promise<{ name: string; state: string }[]> {
-  const r = await command(d, session, { type: "get_state", id: `g${Math.random()}` });
-  return r.body.data!.servers as { name: string; state: string }[];
+let states = 0;
+async function servers(d: Daemon, session: string): Promise<{ name: string; state: string; restarts: number }[]> {
+  const r = await command(d, session, { type: "get_state", id: `g${++states}` });
+  return r.body.data!.servers as { name: string; state: string; restarts: number }[];
 }
 
 const pgrpOf = async (pidFile: string) => procStat(Number((await waitForFile(pidFile, 15_000)).trim()))!.pgrp;
@@ -188,15 +189,17 @@ describe("vigil serve --listen: SIGHUP reloads", () => {
 
   test("mcp_servers: an added server connects and its tools are offered, a changed one reconnects, a removed stdio server's group is gone", async () => {
     const env = await reloadEnv();
-    env.write([env.fixture("fx", "fx-1"), env.fixture("fz", "fz")]);
+    const kept = env.fixture("fk", "fk");
+    env.write([kept, env.fixture("fx", "fx-1"), env.fixture("fz", "fz")]);
     const d = await startDaemon(env.configFile, env.stateDir);
     const sse = await SseReader.open(cleanups, framesUrl(d.base, "ops"));
+    const fk = await pgrpOf(env.pidFile("fk"));
     const fxOld = await pgrpOf(env.pidFile("fx-1"));
     const fz = await pgrpOf(env.pidFile("fz"));
-    expect((await servers(d, "ops")).map((s) => [s.name, s.state])).toEqual([["fx", "connected"], ["fz", "connected"]]);
+    expect((await servers(d, "ops")).map((s) => [s.name, s.state])).toEqual([["fk", "connected"], ["fx", "connected"], ["fz", "connected"]]);
 
-    // fx changes (another grandchild file: new args), fy is added, fz is removed.
-    env.write([env.fixture("fx", "fx-2"), env.fixture("fy", "fy")]);
+    // fk stays as it is, fx changes (another grandchild file: new args), fy is added, fz is removed.
+    env.write([kept, env.fixture("fx", "fx-2"), env.fixture("fy", "fy")]);
     const line = await hangUp(d, RELOADED);
     expect(line).toContain("servers +1 ~1 -1");
     expect(await waitFor(() => !groupAlive(fz), { timeoutMs: 10_000, label: "the removed server's group to be gone" })).toBe(true);
@@ -206,11 +209,15 @@ describe("vigil serve --listen: SIGHUP reloads", () => {
     expect(groupAlive(fxNew)).toBe(true);
     expect(groupAlive(await pgrpOf(env.pidFile("fy")))).toBe(true);
     const states = await waitFor(() => servers(d, "ops"), {
-      until: (s) => s.length === 2 && s.every((x) => x.state === "connected"),
+      until: (s) => s.length === 3 && s.every((x) => x.state === "connected"),
       timeoutMs: 15_000,
-      label: "fx and fy connected",
+      label: "fk, fx and fy connected",
     });
-    expect(states.map((s) => s.name)).toEqual(["fx", "fy"]);
+    expect(states.map((s) => s.name)).toEqual(["fk", "fx", "fy"]);
+    // The unchanged server was not touched: the same process group, never restarted.
+    expect(groupAlive(fk)).toBe(true);
+    expect(await pgrpOf(env.pidFile("fk"))).toBe(fk);
+    expect(states[0]).toMatchObject({ name: "fk", restarts: 0 });
 
     // The open session's next run is offered the new server's tools and can call them.
     env.model.script([{ toolCalls: [{ name: "fy__echo", arguments: { text: "via fy" } }] }, { text: "done" }]);

@@ -153,7 +153,7 @@ export function parseHeaders(name: string, raw: string | undefined, problems: st
       problems.push(`${where} (${quote(key)}): the value is not valid percent-encoding`);
       return;
     }
-    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
+    // Control characters (a tab aside) would split or forge a header line: refused.
     if (/[\u0000-\u0008\u000a-\u001f\u007f]/.test(value)) {
       problems.push(`${where} (${quote(key)}): the value holds a control character`);
       return;

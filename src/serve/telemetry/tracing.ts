@@ -1,10 +1,12 @@
 /**
  * OpenTelemetry traces of `vigil serve` (issue 15 item 2): the backend behind the tracing façade
  * (shared/tracing.ts), built from the official OpenTelemetry JS packages — the API, the SDK's
- * tracer provider and BatchSpanProcessor (`@opentelemetry/sdk-trace`, the SDK 3 name of what was
- * `sdk-trace-base`), the OTLP/HTTP trace exporter (JSON) and the resource. They work unchanged
- * inside the compiled binary (checked with `bun build --compile`; test/e2e/otel-traces.test.ts runs
- * against dist/vigil). Loaded (a dynamic import in main.ts) only when the `OTEL_*` variables turn
+ * tracer provider and BatchSpanProcessor, the OTLP/HTTP trace exporter (JSON) and the resource. They
+ * work unchanged inside the compiled binary (checked with `bun build --compile`;
+ * test/e2e/otel-traces.test.ts runs against dist/vigil). The SDK is `@opentelemetry/sdk-trace`, SDK
+ * 3's name for `sdk-trace-base`: the last `sdk-trace-base` (2.12.1) wants `@opentelemetry/api`
+ * below 1.10 and the 0.2xx exporters, while the current exporter (0.301.0) depends on
+ * `sdk-trace` 3.1.0 exactly — taking `sdk-trace-base` would bundle two SDKs. Loaded (a dynamic import in main.ts) only when the `OTEL_*` variables turn
  * traces on (otel-env.ts), so a serve without them never loads the SDK.
  *
  * - Bounded: the processor's queue holds at most MAX_QUEUE spans (more are dropped, never
