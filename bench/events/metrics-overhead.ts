@@ -21,7 +21,7 @@
  *   bun bench/events/metrics-overhead.ts [--write] [--rounds N] [--events N] [--phases poll,push] [--quick] [--profile DIR]
  *
  *   --write      add or replace the `<!-- bench:events-metrics … -->` section of bench/RESULTS.md
- *   --rounds N   rounds (default 5, at most 15)
+ *   --rounds N   rounds (default 7, at most 15)
  *   --events N   events per run (default 20000)
  *   --phases     poll, push (default both)
  *   --quick      one round of 2,000 events: a smoke test (not written)
@@ -42,13 +42,12 @@ import { fmt, median, quantile, runBench, table } from "../report.ts";
 import { publishResults } from "../results-file.ts";
 import { VIGIL, machine, vigilPresent } from "../vigil-under-test.ts";
 import { LogTail, startHttpFixture } from "./fixture.ts";
+import { SCRAPE_EVERY_MS, SCRAPE_TIMEOUT_MS, Scraper, counterSum, scrape } from "../metrics-scrape.ts";
 
 const ROOT = resolve(import.meta.dir, "../..");
 const SESSION = "mcp-events";
 const START_MS = 20_000;
 const RUN_MS = 60_000;
-const SCRAPE_EVERY_MS = 1_000;
-const SCRAPE_TIMEOUT_MS = 10_000;
 const NEXT_POLL_MS = 20;
 const PUSH_BUFFER = 100_000;
 const TARGET = 0.97;
@@ -86,7 +85,7 @@ function usage(error?: string): never {
 }
 
 function parseOptions(argv: string[]): Options {
-  const o: Options = { write: false, quick: false, rounds: 5, events: 20_000, phases: new Set(["poll", "push"]), profile: null };
+  const o: Options = { write: false, quick: false, rounds: 7, events: 20_000, phases: new Set(["poll", "push"]), profile: null };
   const num = (flag: string, v: string | undefined, min: number, max: number) => {
     const n = Number(v);
     if (v === undefined || !Number.isInteger(n) || n < min || n > max) usage(`${flag}: expected an integer from ${min} to ${max}`);
@@ -115,60 +114,6 @@ function parseOptions(argv: string[]): Options {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The scraper: a GET of /metrics every SCRAPE_EVERY_MS, the whole body read; one at a time (a tick
-// that finds the previous scrape still running is skipped and counted, as Prometheus would).
-
-interface Scrape {
-  start: number;
-  end: number;
-  bytes: number;
-  text: string;
-}
-
-class Scraper {
-  readonly done: Scrape[] = [];
-  skipped = 0;
-  failure: string | null = null;
-  private running: Promise<void> | null = null;
-  private readonly timer: ReturnType<typeof setInterval>;
-
-  constructor(private readonly url: string) {
-    this.timer = setInterval(() => this.tick(), SCRAPE_EVERY_MS);
-  }
-
-  async stop(): Promise<void> {
-    clearInterval(this.timer);
-    await this.running;
-  }
-
-  private tick(): void {
-    if (this.running !== null) {
-      this.skipped++;
-      return;
-    }
-    this.running = scrape(this.url).then(
-      (s) => void this.done.push(s),
-      (e: unknown) => void (this.failure ??= e instanceof Error ? e.message : String(e)),
-    ).finally(() => (this.running = null));
-  }
-}
-
-async function scrape(url: string): Promise<Scrape> {
-  const start = performance.now();
-  const res = await fetch(url, { signal: AbortSignal.timeout(SCRAPE_TIMEOUT_MS) });
-  const text = await res.text();
-  if (res.status !== 200) throw new Error(`GET /metrics: HTTP ${res.status}`);
-  return { start, end: performance.now(), bytes: Buffer.byteLength(text), text };
-}
-
-/** The sum of a counter's samples whose labels include every `label="value"` given. */
-function counterSum(text: string, name: string, labels: string[]): number {
-  let sum = 0;
-  for (const line of text.split("\n")) if (line.startsWith(`${name}{`) && labels.every((l) => line.includes(l))) sum += Number(line.slice(line.lastIndexOf(" ") + 1));
-  return sum;
-}
-
-// ---------------------------------------------------------------------------------------------
 // One run
 
 interface Run {
@@ -178,10 +123,13 @@ interface Run {
   ms: number;
   rate: number;
   cpuMs: number;
-  /** Scrapes that began during the timed window, and every scrape's body size and duration. */
+  /** Scrapes that began during the timed window; every scrape's body size; the durations of those during the run and of those before it (idle). */
   scrapesInRun: number;
   scrapeBytes: number[];
   scrapeMs: number[];
+  idleScrapeMs: number[];
+  /** vigil_event_loop_lag_seconds in the scrape after the run (the worst lag of the last 5 s), ms. */
+  lagMs: number;
   skipped: number;
   exit: number | null;
 }
@@ -259,6 +207,7 @@ async function oneRun(setup: Setup, round: number, n: number): Promise<Run> {
     if (!done) throw new Error(`${setup.id}: ${tail.adds} of ${n} events in the pending log after ${RUN_MS} ms: ${v.stderr.slice(-1500)}`);
     const scrapes = scraper === null ? [] : (await scraper.stop(), scraper.done);
     if (scraper?.failure) throw new Error(`${setup.id}: a scrape failed: ${scraper.failure}`);
+    let lagMs = Number.NaN;
     if (setup.metrics === "scraped") {
       // The log holds a record once written; it is acknowledged once the fdatasync after it returned.
       let last = await scrape(metricsUrl);
@@ -272,6 +221,7 @@ async function oneRun(setup: Setup, round: number, n: number): Promise<Run> {
         const lines = last.text.split("\n").filter((l) => l.startsWith("vigil_events_")).join("\n");
         throw new Error(`${setup.id}: vigil_events_acknowledged_total{mode="${setup.delivery}"} = ${acked()} after the run, expected ${n}:\n${lines}`);
       }
+      lagMs = 1000 * Number(/^vigil_event_loop_lag_seconds (\S+)$/m.exec(last.text)?.[1] ?? Number.NaN);
     }
     const run: Run = {
       setup,
@@ -282,7 +232,9 @@ async function oneRun(setup: Setup, round: number, n: number): Promise<Run> {
       cpuMs,
       scrapesInRun: scrapes.filter((s) => s.start >= t0 && s.start <= tEnd).length,
       scrapeBytes: scrapes.map((s) => s.bytes),
-      scrapeMs: scrapes.map((s) => s.end - s.start),
+      scrapeMs: scrapes.filter((s) => s.start >= t0 && s.start <= tEnd).map((s) => s.end - s.start),
+      idleScrapeMs: scrapes.filter((s) => s.start < t0).map((s) => s.end - s.start),
+      lagMs,
       skipped: scraper?.skipped ?? 0,
       exit: null,
     };
@@ -343,6 +295,7 @@ function setupRows(r: Results): string[][] {
     const scraped = s.metrics === "scraped";
     const bytes = runs.flatMap((x) => x.scrapeBytes);
     const ms = runs.flatMap((x) => x.scrapeMs);
+    const idle = runs.flatMap((x) => x.idleScrapeMs);
     return [[
       s.id,
       `${fmt(median(rates))}${rangeOf(rates)}`,
@@ -351,12 +304,14 @@ function setupRows(r: Results): string[][] {
       pct(median(runs.map((x) => x.cpuMs / x.ms)), 0),
       scraped ? `${fmt(median(runs.map((x) => x.scrapesInRun)), 1)} (${fmt(runs.reduce((a, x) => a + x.scrapesInRun, 0))} in all)` : "—",
       scraped ? `${fmt(median(bytes) / 1024, 1)} (${fmt(Math.max(...bytes) / 1024, 1)})` : "—",
-      scraped ? `${fmt(median(ms), 2)} / ${fmt(quantile(ms, 0.9), 2)} / ${fmt(Math.max(...ms), 2)}` : "—",
+      scraped ? `${fmt(median(ms), 1)} / ${fmt(quantile(ms, 0.9), 1)} / ${fmt(Math.max(...ms), 1)}` : "—",
+      scraped ? fmt(median(idle), 1) : "—",
+      scraped ? fmt(median(runs.map((x) => x.lagMs))) : "—",
     ]];
   });
 }
 
-const HEADERS = ["setup", "events/s", "ms to all N", "vigil CPU µs / event", "vigil CPU busy", "scrapes during the run, median per run", "scrape body KiB, median (max)", "scrape ms p50 / p90 / max"];
+const HEADERS = ["setup", "events/s", "ms to all N", "vigil CPU µs / event", "vigil CPU busy", "scrapes during the run, median per run", "scrape body KiB, median (max)", "scrape ms during the run, p50 / p90 / max", "scrape ms before the run, p50", "event-loop lag gauge after the run (ms)"];
 
 function render(r: Results): string {
   const L: string[] = [];
@@ -369,12 +324,12 @@ function render(r: Results): string {
     "",
     `**Setup**: \`vigil serve --listen 127.0.0.1:0\` (daemon mode) with the HTTP events fixture as its one MCP server and one configured \`follow_up\` subscription to \`ticket.updated\` (delivery forced to poll or push; push with \`VIGIL_EVENTS_STREAM_BUFFER=${fmt(PUSH_BUFFER)}\`, so a burst never overflows the stream), owned by the daemon's events session \`${SESSION}\`; model stalled, so the rest of the burst is only ingested. Once \`mcp_events_list\` shows the subscription up, the fixture emits ${fmt(r.o.events)} events at once; timed until \`sessions/${SESSION}/mcp-events.log\` holds ${fmt(r.o.events)} \`add\` records. Knobs as in \`bench/events/run.ts\` (poll floor 1 ms, coalesce 0, max pending 1,000,000 / 1 GiB; \`nextPollMs: ${NEXT_POLL_MS}\`). *Metrics off*: \`VIGIL_METRICS=off\` (registry disabled, no collectors, no lag sampler; \`GET /metrics\` checked to answer 404). *Metrics on + scrape*: \`VIGIL_METRICS=on\`, and the harness GETs \`/metrics\` every ${SCRAPE_EVERY_MS / 1000} s from the daemon's start to the end of the run, reading the whole body (scrape time is the harness's, request to last byte); after the run a last scrape must show \`vigil_events_acknowledged_total\` = ${fmt(r.o.events)} for the run's mode. CPU: \`/proc/<pid>/stat\` of vigil over the timed window.`,
     "",
-    ...table(HEADERS, setupRows(r), ["l", "r", "r", "r", "r", "r", "r", "r"]),
+    ...table(HEADERS, setupRows(r), ["l", "r", "r", "r", "r", "r", "r", "r", "r", "r"]),
     "",
   );
   const targets = comps.map((c) => [
     `ingestion (${c.delivery} over HTTP) with metrics on and a scrape every 1 s ≤ 3 % slower than with metrics off`,
-    `${pct(c.ratio)} of the rate (${pct(1 - c.ratio)} slower); per round ${c.paired.map((x) => pct(x, 0)).join(", ")}`,
+    `${pct(c.ratio)} of the rate (${c.ratio <= 1 ? `${pct(1 - c.ratio)} slower` : `${pct(c.ratio - 1)} faster`}); on/off per round ${c.paired.map((x) => pct(x, 0)).join(", ")}`,
     verdict(c.ratio >= TARGET),
   ]);
   L.push("**Target (issue 15)**", "", ...table(["target", "measured", "result"], targets, ["l", "r", "l"]), "");

@@ -222,7 +222,8 @@ describe("vigil serve --listen: SIGHUP reloads", () => {
     // The open session's next run is offered the new server's tools and can call them.
     env.model.script([{ toolCalls: [{ name: "fy__echo", arguments: { text: "via fy" } }] }, { text: "done" }]);
     await promptAndWait(d, sse, "ops", "use fy");
-    const offered = ((env.model.requests.at(-2)!.body as { tools?: { function: { name: string } }[] }).tools ?? []).map((t) => t.function.name);
+    const chats = env.model.requests.filter((r) => r.path.endsWith("/chat/completions"));
+    const offered = ((chats.at(-2)!.body as { tools?: { function: { name: string } }[] }).tools ?? []).map((t) => t.function.name);
     expect(offered.some((n) => n.startsWith("fy__"))).toBe(true);
     expect(offered.some((n) => n.startsWith("fz__"))).toBe(false);
     expect(sse.frames.filter((f) => f.type === "tool_call").at(-1)).toMatchObject({ server: "fy", tool: "echo", decision: "allow" });
