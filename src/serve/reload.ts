@@ -24,6 +24,7 @@
 import type { McpServerPool } from "../mcp/server-pool.ts";
 import { type LoadedPolicy, loadPolicyFile } from "../policy/load.ts";
 import { errorMessage } from "../shared/errors.ts";
+import { CONFIG } from "../shared/metrics/catalog.ts";
 import { type LogFields, logLine } from "../shared/log.ts";
 import { within } from "../shared/time.ts";
 import type { Env } from "./config/env.ts";
@@ -48,7 +49,8 @@ export interface ReloadDeps {
   log?: (message: string, fields?: LogFields) => void;
 }
 
-export type ReloadOutcome = { applied: true; plan: ReloadPlan } | { applied: false; reason: string };
+/** `failed`: the new files were valid but applying them threw part-way (a bug); otherwise they were refused. */
+export type ReloadOutcome = { applied: true; plan: ReloadPlan } | { applied: false; failed: boolean; reason: string };
 
 export class ServeReloader {
   private inForce: ServeConfig;
@@ -102,8 +104,18 @@ export class ServeReloader {
     }
   }
 
-  /** One reload: loads, decides, applies, logs. Never rejects. */
+  /** One reload, counted by outcome. Never rejects. */
   private async once(): Promise<ReloadOutcome> {
+    const outcome = await this.attempt();
+    const kind = outcome.applied ? "applied" : outcome.failed ? "failed" : "refused";
+    CONFIG.reloads.at(kind).inc();
+    CONFIG.lastReloadSuccessful.at().set(outcome.applied ? 1 : 0);
+    if (outcome.applied) CONFIG.lastReloadSuccessTime.at().set(Date.now() / 1000);
+    return outcome;
+  }
+
+  /** Loads, decides, applies, logs. Never rejects. */
+  private async attempt(): Promise<ReloadOutcome> {
     let loaded: { config: ServeConfig; sha256: string; policy: LoadedPolicy | null };
     try {
       const file = await loadServeConfigFile(this.d.configPath, this.d.env);
@@ -113,15 +125,15 @@ export class ServeReloader {
       // The loaders' messages name the file, the path inside it and what was expected, never a value.
       const reason = errorMessage(e).replaceAll("\n", "; ");
       this.log(`serve: reload refused: ${reason}; the config and policy in force stay`, { level: "error", code: "reload_refused" });
-      return { applied: false, reason };
+      return { applied: false, failed: false, reason };
     }
-    if (this.stopped) return { applied: false, reason: "serve is stopping" };
+    if (this.stopped) return { applied: false, failed: false, reason: "serve is stopping" };
     try {
       return { applied: true, plan: await this.apply(loaded) };
     } catch (e) {
       // A bug: what was applied stays applied; the line says so.
       this.log(`serve: reload failed part-way: ${errorMessage(e)}`, { level: "error", code: "reload_failed" });
-      return { applied: false, reason: errorMessage(e) };
+      return { applied: false, failed: true, reason: errorMessage(e) };
     }
   }
 

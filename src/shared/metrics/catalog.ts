@@ -57,6 +57,15 @@ export const TOOLS = {
   latency: METRICS.histogram("vigil_tool_call_duration_seconds", "Duration of tool calls forwarded to MCP servers", ["server", "tool"]),
 } as const;
 
+/** SIGHUP reloads (serve/reload.ts): an alert on `vigil_config_last_reload_successful == 0` catches a refused one. */
+export const CONFIG = {
+  reloads: METRICS.counter("vigil_config_reloads_total", "Reloads asked for (SIGHUP), by outcome: applied, refused (invalid config or policy) or failed", ["outcome"]),
+  lastReloadSuccessful: METRICS.gauge("vigil_config_last_reload_successful", "1 when the last reload was applied (or none was asked for), 0 when it was refused or failed", []),
+  lastReloadSuccessTime: METRICS.gauge("vigil_config_last_reload_success_timestamp_seconds", "When the config in force was loaded: the start, or the last applied reload (Unix seconds)", []),
+} as const;
+CONFIG.lastReloadSuccessful.at().set(1);
+CONFIG.lastReloadSuccessTime.at().set(Date.now() / 1000);
+
 export const MCP = {
   reconnects: METRICS.counter("vigil_mcp_server_reconnects_total", "Reconnects of HTTP MCP servers and restarts of stdio ones", ["server"]),
 } as const;

@@ -13,6 +13,7 @@ import type { ServeConfig } from "../../../src/serve/config/schema.ts";
 import { PolicyHolder } from "../../../src/serve/policy-holder.ts";
 import { ServeReloader } from "../../../src/serve/reload.ts";
 import { sha256Hex } from "../../../src/shared/digest.ts";
+import { CONFIG } from "../../../src/shared/metrics/catalog.ts";
 import type { LogFields } from "../../../src/shared/log.ts";
 import { waitFor } from "../../helpers/wait.ts";
 
@@ -80,6 +81,23 @@ describe("ServeReloader", () => {
     expect(s.lines[1]!.message).toStartWith(`serve: reload refused: config ${s.configPath}: not valid JSON`);
     expect(s.calls).toEqual([]);
     expect(s.holder.digest).toBe(digest);
+    expect(CONFIG.lastReloadSuccessful.at().value).toBe(0);
+  });
+
+  test("the reload metrics: counted by outcome; the last-reload gauge follows the last outcome", async () => {
+    const s = await setup("metered");
+    const refused = CONFIG.reloads.at("refused").value;
+    const applied = CONFIG.reloads.at("applied").value;
+    s.writePolicy("version: 1\ntools: [\n");
+    await s.reloader.reload();
+    expect(CONFIG.reloads.at("refused").value).toBe(refused + 1);
+    expect(CONFIG.lastReloadSuccessful.at().value).toBe(0);
+    s.writePolicy("version: 1\ntools:\n  deny: [x]\n");
+    const before = CONFIG.lastReloadSuccessTime.at().value;
+    await s.reloader.reload();
+    expect(CONFIG.reloads.at("applied").value).toBe(applied + 1);
+    expect(CONFIG.lastReloadSuccessful.at().value).toBe(1);
+    expect(CONFIG.lastReloadSuccessTime.at().value).toBeGreaterThanOrEqual(before);
   });
 
   test("applied: the policy is replaced only when its digest changed; one line says what is in force", async () => {
