@@ -38,3 +38,31 @@ export function memoryOf(pid: number): Memory {
   const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? NaN);
   return { rssKiB: field("VmRSS"), hwmKiB: field("VmHWM"), anonKiB: field("RssAnon"), fds: readdirSync(`/proc/${pid}/fd`).length, threads: field("Threads") };
 }
+
+/** CPU time the whole machine spent busy so far (every CPU, from /proc/stat: all but idle and iowait), ms. */
+export function machineBusyMs(): number {
+  try {
+    const f = readFileSync("/proc/stat", "utf8").split("\n", 1)[0]!.trim().split(/\s+/).slice(1).map(Number);
+    const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = f;
+    return ((user + nice + system + irq + softirq + steal) * 1000) / CLK_TCK;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** On-CPU time of a process's live threads (sum of /proc/<pid>/task/<tid>/schedstat), ms at ns precision; 0 once it is gone. */
+export function schedCpuMsOf(pid: number): number {
+  let ns = 0;
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
+      } catch {
+        // the thread ended
+      }
+    }
+  } catch {
+    return 0;
+  }
+  return ns / 1e6;
+}

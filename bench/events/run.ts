@@ -42,6 +42,9 @@
  * back-pressures), the push stream buffer left at its default (its overflows are counted); the
  * fixture answers polls with nextPollMs=20 (the idle poll interval of vigil and the baseline alike).
  *
+ * What metrics cost this ingestion (daemon mode, VIGIL_METRICS=off against a /metrics scrape every
+ * second) is bench/events/metrics-overhead.ts; the fixture helpers both use are ./fixture.ts.
+ *
  * The binary under test is dist/vigil, or $VIGIL_BIN (e.g. a build of another tree, for a before/after
  * comparison; the report names it).
  *

@@ -32,6 +32,7 @@ import type { McpServerConfig } from "./server-config.ts";
 import { type BackoffPolicy, SUPERVISION_BACKOFF } from "../shared/backoff.ts";
 import { withRequestSignal } from "../shared/request-signal.ts";
 import { logLine } from "../shared/log.ts";
+import { MCP } from "../shared/metrics/catalog.ts";
 import { signalGroup } from "../shared/process-group.ts";
 import { registerSecrets, scrubValue } from "../shared/scrub.ts";
 import { type Scheduler, realScheduler, within } from "../shared/time.ts";
@@ -233,7 +234,12 @@ export class McpServerPool<C extends McpServerConfig = McpServerConfig> {
       next.set(config.name, fresh);
       starting.push(fresh);
     }
-    for (const [name, link] of this.links) if (!next.has(name)) ending.push(link);
+    for (const [name, link] of this.links) {
+      if (next.has(name)) continue;
+      ending.push(link);
+      // A removed server leaves no series behind (its state gauge is read from the links, so goes by itself).
+      MCP.reconnects.forget("server", name);
+    }
     // Swapped at once (no await before): a close() from now on closes the new links, not the ending ones.
     this.links.clear();
     for (const [name, link] of next) this.links.set(name, link);

@@ -14,8 +14,6 @@ import { type FlagTable, type FlagValues, flagRefusal, scanFlags } from "../shar
 import type { Env } from "./config/env.ts";
 import { METRICS_ENV, metricsSetting } from "./config/tuning.ts";
 import { type ListenAddress, isLoopbackHost, parseListen } from "./daemon/listen.ts";
-import type { LogFormat } from "../shared/log.ts";
-import { planLogFormat } from "./log-format.ts";
 import { isValidSessionName } from "./state/paths.ts";
 import { parseRetainBytes } from "./state/transcript-retain.ts";
 
@@ -75,8 +73,6 @@ export interface ServePlan {
   callbackUrl: URL | null;
   /** `--check-config` (check-config.ts): judge everything, print the summary (`--json`: as JSON), start nothing; null: run. */
   check: { json: boolean } | null;
-  /** `--log-format` (undefined: not given; `VIGIL_LOG_FORMAT` or text stays in force, log-format.ts). */
-  logFormat: LogFormat | undefined;
   /** Whether the metrics registry is kept and served: daemon mode, unless `VIGIL_METRICS=off`. */
   metrics: boolean;
   mode: ServeMode;
@@ -89,8 +85,6 @@ export interface ServePlan {
  * appended to the path.
  */
 export function planServe(flags: ServeFlags, env: Env = process.env): ServePlan {
-  // First: runServe applies it before planning, so the refusals below are lines in its format.
-  const logFormat = planLogFormat(flags["log-format"]);
   const listen = flags.listen === undefined ? null : parseListen(flags.listen);
   const metricsListen = parseMetricsListen(flags["metrics-listen"], listen !== null, env);
   if (listen !== null && flags.session !== undefined) {
@@ -130,7 +124,6 @@ export function planServe(flags: ServeFlags, env: Env = process.env): ServePlan 
     transcriptRetainBytes,
     callbackUrl: callback === undefined ? null : new URL(callback),
     check: flags["check-config"] === true ? { json: flags.json === true } : null,
-    logFormat,
     // stdio mode has no listener to serve them on, so it keeps none.
     metrics: listen !== null && metricsSetting(env) !== false,
     mode: listen === null

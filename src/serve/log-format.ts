@@ -27,11 +27,15 @@ export function planLogFormat(raw: string | undefined): LogFormat | undefined {
   return format;
 }
 
-/** `VIGIL_LOG_FORMAT` (undefined when unset or empty); a config error for any other value. */
+/**
+ * `VIGIL_LOG_FORMAT` (undefined when unset or empty); a config error for any other value. Case
+ * and surrounding blanks are ignored, as for the other `VIGIL_*` word knobs (`VIGIL_LOG_LEVEL`,
+ * `VIGIL_METRICS`); the flag, like every flag value, is exact.
+ */
 export function logFormatFromEnv(env: Readonly<Record<string, string | undefined>>): LogFormat | undefined {
   const raw = env[LOG_FORMAT_ENV];
-  if (raw === undefined || raw === "") return undefined;
-  const format = parseLogFormat(raw);
+  if (raw === undefined || raw.trim() === "") return undefined;
+  const format = parseLogFormat(raw.trim().toLowerCase());
   if (format === null) throw new VigilError("config_invalid", `${LOG_FORMAT_ENV}: expected ${expected} (got ${shown(raw)})`);
   return format;
 }

@@ -36,17 +36,22 @@ export async function runServe(flags: ServeFlags): Promise<number> {
   if (plan.check !== null) return (await import("./check-config.ts")).runCheckConfig(plan);
   // Before the app starts, so nothing registers a collector or keeps label sets for nobody.
   if (!plan.metrics) METRICS.disable();
-  const tracing = otel === null ? null : (await import("./telemetry/tracing.ts")).startTracing(otel);
-  // Loaded before the app starts: between the early handlers' removal and the mode's own there
-  // must be no await, or a signal in that gap would kill serve without sweeping the groups.
-  const run = await modeRunner(plan.mode);
+  // Held from here, before the first await: `systemctl reload` may send SIGHUP the moment the
+  // unit is started (Type=simple), and the default action would kill the daemon (not restarted:
+  // a signal death is not a failure to Restart=on-failure).
   let early: number | null = null;
   let reloadEarly = false;
   const daemon = plan.mode.kind === "daemon";
   const offSignals = onSignals(daemon ? DAEMON_ENDING_SIGNALS : ENDING_SIGNALS, (signo) => void (early ??= signo));
   const offReload = daemon ? onSignals(RELOAD_SIGNALS, () => void (reloadEarly = true)) : () => {};
   let app: ServeApp;
+  let tracing: Tracing | null = null;
+  let run: Awaited<ReturnType<typeof modeRunner>>;
   try {
+    tracing = otel === null ? null : (await import("./telemetry/tracing.ts")).startTracing(otel);
+    // Loaded before the app starts: between the early handlers' removal and the mode's own there
+    // must be no await, or a signal in that gap would kill serve without sweeping the groups.
+    run = await modeRunner(plan.mode);
     app = await startServeApp({
       config: plan.config,
       stateDir: plan.stateDir,

@@ -140,7 +140,15 @@ export class ServeReloader {
   private async apply(loaded: { config: ServeConfig; sha256: string; policy: LoadedPolicy | null }): Promise<ReloadPlan> {
     const { policy, pool, events } = this.d;
     const plan = diffReloadable({ config: this.inForce, policyDigest: policy.digest }, { config: loaded.config, policyDigest: loaded.policy?.digest ?? null });
-    if (plan.policyChanged) policy.replace(loaded.policy);
+    if (plan.policyChanged) {
+      const wasEnforced = policy.current !== null;
+      policy.replace(loaded.policy);
+      // Applied like any valid config (a restart would run it the same way, --check-config passes
+      // it), but never silently: from now on every call is allowed and recorded `no_policy`.
+      if (wasEnforced && loaded.policy === null) {
+        this.log("serve: reload: the config names no policy any more: policy enforcement is off, every tool call is allowed (no_policy)", { level: "warn", code: "policy_removed" });
+      }
+    }
     this.inForce = plan.config;
     const replace = new Set(plan.servers.changed);
     await events.reconfigure(plan.config, plan.subscriptions, () => pool.reconfigure(plan.config.mcp_servers, replace));

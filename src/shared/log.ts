@@ -41,18 +41,13 @@ export interface LogFields {
   event?: string;
   /** A stable lower_snake code (an error code, a refusal reason). */
   code?: string;
-  /** What to do about an error (a VigilError's hint); text format prints it as a `hint:` line of its own. */
+  /** What to do about an error (a VigilError's hint); in text format the error boundary writes it as a `hint:` line of its own. */
   hint?: string;
 }
 
 /** Writes one line to stderr synchronously (so it survives an exit right after). */
 export function logLine(message: string, fields: LogFields = {}): void {
-  if (quiet) return;
-  try {
-    writeSync(2, format === "json" ? jsonLine(message, fields) : `vigil: ${scrubText(message)}\n`);
-  } catch {
-    // stderr gone (EPIPE): nothing sensible left to report to.
-  }
+  if (!quiet) writeStderr(format === "json" ? jsonLine(message, fields) : `vigil: ${scrubText(message)}\n`);
 }
 
 /**
@@ -61,9 +56,12 @@ export function logLine(message: string, fields: LogFields = {}): void {
  * ordinary line whose `msg` is that same text, so one search finds it in either format.
  */
 export function announce(message: string, fields: LogFields = {}): void {
-  if (quiet) return;
+  if (!quiet) writeStderr(format === "json" ? jsonLine(message, fields) : `${scrubText(message)}\n`);
+}
+
+function writeStderr(line: string): void {
   try {
-    writeSync(2, format === "json" ? jsonLine(message, fields) : `${scrubText(message)}\n`);
+    writeSync(2, line);
   } catch {
     // stderr gone (EPIPE): nothing sensible left to report to.
   }

@@ -5,13 +5,12 @@
 // value) appears in any line — while each did reach where it was sent, so the check can fail. A
 // refusal in JSON mode is one JSON line with the error's code (exit 2); text mode is unchanged.
 import { describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
-import { type MockModel, startMockModel } from "../fixtures/mock-model.ts";
+import type { MockModel } from "../fixtures/mock-model.ts";
 import { VIGIL_BIN, vigilEnv } from "../helpers/bin.ts";
 import { e2eSuite } from "../helpers/e2e.ts";
-import { type EventsFixture, eventsFixtureStdio, startEventsFixture } from "../helpers/events-fixture.ts";
-import { type EventsEnv, FAST_KNOBS, inBatch, startEventsDaemon, waitRuns } from "../helpers/events-serve.ts";
-import { LineClient, tmpDir } from "../helpers/fixture.ts";
+import { inBatch, startEventsDaemon, waitRuns } from "../helpers/events-serve.ts";
+import { LineClient } from "../helpers/fixture.ts";
+import { MODEL_KEY_ENV, secretServeEnvironment } from "../helpers/secret-serve.ts";
 import { LISTENING_LINE, messagesOf, stopDaemon } from "../helpers/serve.ts";
 import { waitFor } from "../helpers/wait.ts";
 
@@ -24,54 +23,18 @@ const STDIO_TOKEN = "env-LOGJSON-stdio-a48e05b7";
 const SECRETS = [HEADER_TOKEN, MODEL_KEY, STDIO_TOKEN];
 const LEVELS = ["debug", "info", "warn", "error"];
 
-interface Setup {
-  env: EventsEnv;
-  fixture: EventsFixture;
-  model: MockModel;
-}
-
 /**
- * The HTTP events fixture as `tickets` (Authorization `Bearer ${TICKETS_TOKEN}`, one polled event
- * subscription), the stdio fixture as `local` (its env holds the stdio secret) and the mock model
- * behind `api_key_env` (it answers 401 to any other key). `config` replaces the whole config.
+ * The secrets' set-up (secret-serve.ts) with one polled event subscription on `tickets`, and no
+ * VIGIL_LOG_FORMAT from the runner's own environment; `config` replaces the whole config.
  */
-async function setup(knobs: Record<string, string> = {}, config?: Record<string, unknown>): Promise<Setup> {
-  const tmp = tmpDir("vigil-logjson-e2e");
-  cleanups.add(() => tmp.cleanup());
-  const model = await startMockModel({ apiKey: MODEL_KEY });
-  cleanups.add(() => model.close());
-  const fixture = await startEventsFixture({ cleanups });
-  const local = eventsFixtureStdio({ cleanups });
-  const configFile = tmp.file("vigil.json");
-  writeFileSync(
-    configFile,
-    JSON.stringify(
-      config ?? {
-        model: { provider: "openai", base_url: model.url, model: "mock-model", api_key_env: "LOGJSON_MODEL_KEY", timeout_ms: 20_000 },
-        mcp_servers: [
-          {
-            name: "tickets", transport: "http", url: fixture.mcpUrl,
-            headers: { Authorization: "Bearer ${TICKETS_TOKEN}" },
-            events: [{ name: "ticket.updated", delivery: "poll" }],
-          },
-          { name: "local", transport: "stdio", command: local.command, args: local.args, env: { ...local.env, LOCAL_TOKEN: STDIO_TOKEN } },
-        ],
-      },
-    ),
-  );
-  const env: EventsEnv = {
-    dir: tmp.path,
-    configFile,
-    stateDir: tmp.file("state"),
-    model,
-    fixture,
-    env: vigilEnv({ ...FAST_KNOBS, VIGIL_LOG_FORMAT: "", TICKETS_TOKEN: HEADER_TOKEN, LOGJSON_MODEL_KEY: MODEL_KEY, ...knobs }),
-    writeConfig: () => {
-      throw new Error("not used here");
-    },
-  };
-  return { env, fixture, model };
-}
+const setup = (knobs: Record<string, string> = {}, config?: Record<string, unknown>) =>
+  secretServeEnvironment(cleanups, {
+    prefix: "vigil-logjson-e2e",
+    secrets: { header: HEADER_TOKEN, model: MODEL_KEY, stdio: STDIO_TOKEN },
+    events: [{ name: "ticket.updated", delivery: "poll" }],
+    knobs: { VIGIL_LOG_FORMAT: "", ...knobs },
+    ...(config === undefined ? {} : { config }),
+  });
 
 type Record_ = Record<string, unknown> & { time: string; level: string; msg: string };
 
@@ -149,7 +112,7 @@ describe("vigil serve --log-format json", () => {
 
   test("a refused config is one JSON error line with its code (exit 2), the header secret in none of it", async () => {
     const { env } = await setup({}, {
-      model: { provider: "openai", base_url: "http://127.0.0.1:9/v1", model: "m", api_key_env: "LOGJSON_MODEL_KEY" },
+      model: { provider: "openai", base_url: "http://127.0.0.1:9/v1", model: "m", api_key_env: MODEL_KEY_ENV },
       mcp_servers: [{ name: "tickets", transport: "http", url: "http://127.0.0.1:9/mcp", headers: { Authorization: "Bearer ${TICKETS_TOKEN}" }, bogus: true }],
       unknown_member: 1,
     });
@@ -174,6 +137,10 @@ describe("vigil serve --log-format json", () => {
     const typo = await run(["--lisen", "8080"], { VIGIL_LOG_FORMAT: "json" });
     expect(typo.code).toBe(2);
     expect(jsonLines(typo.stderr)).toEqual([{ time: expect.any(String), level: "error", msg: "serve: unknown flag --lisen (did you mean --listen?)", code: "usage" }]);
+    // --log-format is applied before the other flags are judged: their refusal is a JSON line too.
+    const flagged = await run(["--log-format", "json", "--max-sessions", "5"], {});
+    expect(flagged.code).toBe(2);
+    expect(jsonLines(flagged.stderr)).toEqual([{ time: expect.any(String), level: "error", msg: "--max-sessions caps the daemon's sessions: it requires --listen", code: "usage" }]);
 
     const bad = await run(["--log-format", "yaml"], {});
     expect({ code: bad.code, stderr: bad.stderr }).toEqual({ code: 2, stderr: 'vigil: --log-format: expected "text" or "json" (got "yaml")\n' });

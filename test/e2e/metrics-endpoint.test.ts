@@ -11,22 +11,17 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { VIGIL_BIN, vigilEnv } from "../helpers/bin.ts";
+import { vigilEnv } from "../helpers/bin.ts";
+import { debianTool, skipWithout } from "../helpers/debian-tools.ts";
 import { e2eSuite } from "../helpers/e2e.ts";
-import { LineClient } from "../helpers/fixture.ts";
-import { type Daemon, LISTENING_LINE, type ServeEnv, SseReader, framesUrl, isRunEnd, killServerGroup, post, serveEnvironment, startDaemon, stopDaemon } from "../helpers/serve.ts";
+import { type Daemon, type ServeEnv, SseReader, framesUrl, isRunEnd, killServerGroup, post, serveEnvironment, startDaemon, stopDaemon } from "../helpers/serve.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { runVigil } from "../helpers/wrap.ts";
 
 const cleanups = e2eSuite();
 
-const IN_CI = (process.env.CI ?? "") !== "" && process.env.CI !== "false" && process.env.CI !== "0";
-const PROMTOOL = [resolve(import.meta.dir, "../../.tools/debian/usr/bin/promtool"), Bun.which("promtool") ?? ""].find((p) => p !== "" && existsSync(p)) ?? null;
-const SKIP_PROMTOOL = PROMTOOL === null && !IN_CI;
-if (PROMTOOL === null) {
-  if (IN_CI) console.error("metrics-endpoint: no promtool binary — CI must have it (scripts/ci-debian-tools.sh): FAILING");
-  else console.warn("metrics-endpoint: promtool check skipped: no promtool in .tools/debian/usr/bin or on PATH; install it with `make debian-tools`");
-}
+const PROMTOOL = debianTool("promtool");
+const SKIP_PROMTOOL = skipWithout("metrics-endpoint", PROMTOOL === null ? "no promtool binary in .tools/debian/usr/bin or on PATH (the promtool check)" : null);
 
 const EXPOSITION = "text/plain; version=0.0.4; charset=utf-8";
 const SESSION = "ops";
@@ -107,7 +102,6 @@ describe("serve: GET /metrics", () => {
     expect(value(t, "vigil_sessions_open")).toBeGreaterThanOrEqual(1);
     expect(value(t, "vigil_model_unavailable_seconds_total")).toBe(0);
     for (const secret of Object.values(SECRET_ARGS)) expect(t).not.toContain(secret);
-    expect(t).not.toContain("rm -rf");
 
     // An SSE client is counted while attached.
     const sse = await SseReader.open(cleanups, framesUrl(d.base, SESSION));
@@ -142,7 +136,7 @@ describe("serve: GET /metrics", () => {
     expect(metricsBase).toBeDefined();
     // Printed before the main readiness line.
     expect(stderr.indexOf("vigil serve metrics ")).toBeLessThan(stderr.indexOf("vigil serve listening "));
-    expect(metricsBase).not.toBe(LISTENING_LINE.exec(stderr)![1]);
+    expect(metricsBase).not.toBe(d.base);
     const there = await scrape(`${metricsBase}/metrics`);
     expect([there.status, there.type]).toEqual([200, EXPOSITION]);
     expect(there.text).toContain("vigil_build_info{");
@@ -159,17 +153,11 @@ describe("serve: GET /metrics", () => {
 
   test("VIGIL_METRICS=off: no /metrics (404), and --metrics-listen is refused", async () => {
     const env = await serveEnvironment(cleanups, { prefix: "vigil-metrics-e2e", fixture: false });
-    const client = new LineClient([VIGIL_BIN, "serve", "--config", env.configFile, "--state-dir", env.stateDir, "--listen", "127.0.0.1:0"], {
-      env: vigilEnv({ VIGIL_METRICS: "off" }),
-    });
-    cleanups.add(() => client.dispose());
-    await client.waitForStderr("vigil serve listening http://", 20_000);
-    const base = LISTENING_LINE.exec(client.stderrText())![1]!;
-    const off = await scrape(`${base}/metrics`);
+    const d = await startDaemon(cleanups, env, [], vigilEnv({ VIGIL_METRICS: "off" }));
+    const off = await scrape(`${d.base}/metrics`);
     expect(off.status).toBe(404);
     expect(off.text).toContain('"not_found"');
-    process.kill(client.pid, "SIGTERM");
-    expect(await client.exited(15_000)).toEqual({ code: 0, signal: null });
+    expect(await stopDaemon(d)).toEqual({ code: 0, signal: null });
 
     const args = ["serve", "--config", env.configFile, "--state-dir", env.stateDir, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"];
     const refused = await runVigil(args, { env: vigilEnv({ VIGIL_METRICS: "off" }) });

@@ -11,8 +11,8 @@
  * fails: CI must have it (scripts/ci-debian-tools.sh).
  */
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
-import { resolve } from "node:path";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { debianTool, skipWithout } from "../helpers/debian-tools.ts";
 import { E2E_WAIT_MS, e2eSuite } from "../helpers/e2e.ts";
 import { EVENTS_SESSION, eventsEnvironment, httpServer, inBatch, startEventsDaemon, waitRuns } from "../helpers/events-serve.ts";
 import { LineClient, tmpDir } from "../helpers/fixture.ts";
@@ -21,13 +21,8 @@ import { waitFor } from "../helpers/wait.ts";
 
 const cleanups = e2eSuite();
 
-const IN_CI = (process.env.CI ?? "") !== "" && process.env.CI !== "false" && process.env.CI !== "0";
-const PROMETHEUS = [resolve(import.meta.dir, "../../.tools/debian/usr/bin/prometheus"), Bun.which("prometheus") ?? ""].find((p) => p !== "" && existsSync(p)) ?? null;
-const SKIP = PROMETHEUS === null && !IN_CI;
-if (PROMETHEUS === null) {
-  if (IN_CI) console.error("metrics-prometheus: no prometheus binary — CI must have it (scripts/ci-debian-tools.sh): FAILING");
-  else console.warn("metrics-prometheus: skipped: no prometheus binary in .tools/debian/usr/bin or on PATH; install it with `make debian-tools`");
-}
+const PROMETHEUS = debianTool("prometheus");
+const SKIP = skipWithout("metrics-prometheus", PROMETHEUS === null ? "no prometheus binary in .tools/debian/usr/bin or on PATH" : null);
 
 /** Prometheus answers its API and scrapes within these (it scrapes every second). */
 const PROMETHEUS_WAIT_MS = 30_000;

@@ -6,9 +6,10 @@
 import { describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { generateKeyPair } from "../../src/evidence/keys.ts";
-import { VIGIL_BIN, vigilEnv } from "../helpers/bin.ts";
+import { vigilEnv } from "../helpers/bin.ts";
 import { e2eSuite } from "../helpers/e2e.ts";
 import { type TmpDir, tmpDir } from "../helpers/fixture.ts";
+import { runVigil } from "../helpers/wrap.ts";
 
 const cleanups = e2eSuite();
 const EXIT_BOUND_MS = 15_000;
@@ -63,21 +64,8 @@ function setup(): Setup {
 const SECRET_ENV = { CHECK_API_KEY: SECRETS.apiKey, CHECK_EXPANDED: SECRETS.expanded };
 
 /** Runs `vigil serve --check-config …`; resolves with the exit code, stdout and stderr. */
-async function check(s: Setup, args: string[] = [], env: Record<string, string> = SECRET_ENV) {
-  const proc = Bun.spawn([VIGIL_BIN, "serve", "--check-config", "--config", s.tmp.file("vigil.json"), "--state-dir", s.stateDir, ...args], {
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
-    env: vigilEnv(env),
-  });
-  const timer = setTimeout(() => proc.kill("SIGKILL"), EXIT_BOUND_MS);
-  cleanups.add(() => {
-    clearTimeout(timer);
-    proc.kill("SIGKILL");
-  });
-  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-  clearTimeout(timer);
-  return { code, stdout, stderr };
+function check(s: Setup, args: string[] = [], env: Record<string, string> = SECRET_ENV) {
+  return runVigil(["serve", "--check-config", "--config", s.tmp.file("vigil.json"), "--state-dir", s.stateDir, ...args], { env: vigilEnv(env), timeoutMs: EXIT_BOUND_MS });
 }
 
 /** Nothing was started, contacted or created, and no secret was printed. */
@@ -154,9 +142,7 @@ describe("vigil serve --check-config", () => {
 
   test("--json without --check-config is a usage error, before anything is loaded", async () => {
     const s = setup();
-    const proc = Bun.spawn([VIGIL_BIN, "serve", "--json", "--config", s.tmp.file("vigil.json"), "--state-dir", s.stateDir], { stdin: "ignore", stdout: "pipe", stderr: "pipe", env: vigilEnv(SECRET_ENV) });
-    cleanups.add(() => proc.kill("SIGKILL"));
-    const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
+    const { code, stderr } = await runVigil(["serve", "--json", "--config", s.tmp.file("vigil.json"), "--state-dir", s.stateDir], { env: vigilEnv(SECRET_ENV), timeoutMs: EXIT_BOUND_MS });
     expect(code).toBe(2);
     expect(stderr).toContain("--json formats the --check-config summary: it requires --check-config");
     expectUntouched(s, [stderr]);

@@ -8,10 +8,10 @@ import { join } from "node:path";
 import { startMockModel } from "../fixtures/mock-model.ts";
 import { VIGIL_BIN, vigilEnv } from "../helpers/bin.ts";
 import { e2eSuite } from "../helpers/e2e.ts";
-import { type FixtureState, startEventsFixture } from "../helpers/events-fixture.ts";
-import { FAST_KNOBS, httpServer, isStatus } from "../helpers/events-serve.ts";
+import type { FixtureState } from "../helpers/events-fixture.ts";
+import { eventsEnvironment, httpServer, isStatus, startEventsDaemon } from "../helpers/events-serve.ts";
 import { LineClient, fixtureArgv, procStat, tmpDir, waitForFile } from "../helpers/fixture.ts";
-import { type Daemon, type Frame, SseReader, command, framesUrl, killServerGroup, promptAndWait } from "../helpers/serve.ts";
+import { type Daemon, type Frame, SseReader, command, framesUrl, killServerGroup, promptAndWait, startDaemon } from "../helpers/serve.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { groupAlive } from "../../src/shared/process-group.ts";
 
@@ -67,14 +67,6 @@ async function reloadEnv(): Promise<ReloadEnv> {
   };
 }
 
-async function startDaemon(configFile: string, stateDir: string, env = vigilEnv()): Promise<Daemon> {
-  const client = new LineClient([VIGIL_BIN, "serve", "--config", configFile, "--state-dir", stateDir, "--listen", "127.0.0.1:0"], { env });
-  cleanups.add(() => client.dispose());
-  await client.waitForStderr("vigil serve listening http://", 20_000);
-  const base = /vigil serve listening (http:\/\/\S+)/.exec(client.stderrText())![1]!;
-  return { client, base };
-}
-
 /** The stderr lines of `d` that contain `needle`. */
 const linesWith = (d: Daemon, needle: string) => d.client.stderrText().split("\n").filter((l) => l.includes(needle));
 
@@ -116,7 +108,7 @@ describe("vigil serve --listen: SIGHUP reloads", () => {
   test("a changed policy applies to the next decision of an open session (new digest), the SSE client and the session go on", async () => {
     const env = await reloadEnv();
     env.write([env.fixture("fx", "fx")]);
-    const d = await startDaemon(env.configFile, env.stateDir);
+    const d = await startDaemon(cleanups, env);
     const sse = await SseReader.open(cleanups, framesUrl(d.base, "ops"));
 
     env.model.script([{ toolCalls: [{ name: "fx__echo", arguments: { text: "one" } }] }, { text: "done" }]);
@@ -159,7 +151,7 @@ describe("vigil serve --listen: SIGHUP reloads", () => {
   test("a broken policy, then an invalid config, are refused with one line each; the old policy stays in force", async () => {
     const env = await reloadEnv();
     env.write([env.fixture("fx", "fx")]);
-    const d = await startDaemon(env.configFile, env.stateDir);
+    const d = await startDaemon(cleanups, env);
     const sse = await SseReader.open(cleanups, framesUrl(d.base, "ops"));
     env.model.script([{ toolCalls: [{ name: "fx__echo", arguments: { text: "one" } }] }, { text: "done" }]);
     await promptAndWait(d, sse, "ops", "first");
@@ -191,7 +183,7 @@ describe("vigil serve --listen: SIGHUP reloads", () => {
     const env = await reloadEnv();
     const kept = env.fixture("fk", "fk");
     env.write([kept, env.fixture("fx", "fx-1"), env.fixture("fz", "fz")]);
-    const d = await startDaemon(env.configFile, env.stateDir);
+    const d = await startDaemon(cleanups, env);
     const sse = await SseReader.open(cleanups, framesUrl(d.base, "ops"));
     const fk = await pgrpOf(env.pidFile("fk"));
     const fxOld = await pgrpOf(env.pidFile("fx-1"));
@@ -232,25 +224,16 @@ describe("vigil serve --listen: SIGHUP reloads", () => {
   });
 
   test("configured subscriptions: added ones subscribe (the events session starts for the first), removed ones unsubscribe", async () => {
-    const tmp = tmpDir("vigil-serve-reload-events");
-    cleanups.add(() => tmp.cleanup());
-    const model = await startMockModel();
-    cleanups.add(() => model.close());
-    const fx = await startEventsFixture({ cleanups });
-    const configFile = tmp.file("vigil.json");
-    const write = (events: Record<string, unknown>[]) =>
-      writeFileSync(configFile, JSON.stringify({
-        model: { provider: "openai", base_url: model.url, model: "mock-model", timeout_ms: 20_000 },
-        mcp_servers: [httpServer(fx, "tickets", events)],
-      }));
+    // No configured subscription at boot: the events session is not started.
+    const env = await eventsEnvironment(cleanups, { servers: (fixture) => [httpServer(fixture!, "tickets", [])] });
+    const fx = env.fixture!;
+    const write = (events: Record<string, unknown>[]) => env.writeConfig([httpServer(fx, "tickets", events)]);
     const push = (project: string) => ({ name: "ticket.updated", arguments: { project }, delivery: "push", action: "notify" });
     const openStreams = (s: FixtureState, project: string) => s.streams.filter((x) => x.project === project && x.end === null).length;
     const stateWhen = (done: (s: FixtureState) => boolean, label: string) =>
       waitFor(() => fx.state(), { until: done, timeoutMs: 15_000, label, show: (s) => s.streams });
 
-    // No configured subscription at boot: the events session is not started.
-    write([]);
-    const d = await startDaemon(configFile, tmp.file("state"), vigilEnv(FAST_KNOBS));
+    const d = await startEventsDaemon(cleanups, env);
     write([push("alpha")]);
     expect(await hangUp(d, RELOADED)).toContain("subscriptions +1 ~0 -0");
     await stateWhen((s) => openStreams(s, "alpha") === 1, "a stream for alpha (the events session started and subscribed)");

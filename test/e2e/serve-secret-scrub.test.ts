@@ -6,14 +6,11 @@
 // secrets in everything vigil wrote — stdout frames, stderr, every file under the state dir — and
 // for the placeholder where they were.
 import { describe, expect, test } from "bun:test";
-import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { type MockModel, startMockModel } from "../fixtures/mock-model.ts";
-import { vigilEnv } from "../helpers/bin.ts";
 import { e2eSuite } from "../helpers/e2e.ts";
-import { type EventsFixture, type EventsFixtureEnv, eventsFixtureStdio, startEventsFixture } from "../helpers/events-fixture.ts";
-import { type EventsEnv, FAST_KNOBS, StdioServe, isStatus } from "../helpers/events-serve.ts";
-import { tmpDir } from "../helpers/fixture.ts";
+import { StdioServe, isStatus } from "../helpers/events-serve.ts";
+import { secretServeEnvironment } from "../helpers/secret-serve.ts";
 import { type Frame, isRunEnd, messagesOf } from "../helpers/serve.ts";
 
 const cleanups = e2eSuite();
@@ -24,50 +21,8 @@ const MODEL_KEY = "sk-SECRET-model-key-0b4d2f19";
 const STDIO_TOKEN = "env-SECRET-stdio-93ae61d0";
 const SECRETS = [HEADER_TOKEN, MODEL_KEY, STDIO_TOKEN];
 
-interface Setup {
-  env: EventsEnv;
-  fixture: EventsFixture;
-  model: MockModel;
-}
-
-/**
- * An HTTP fixture whose Authorization header is `Bearer ${TICKETS_TOKEN}`, a stdio fixture with the
- * stdio secret in its env, and the mock model behind `api_key_env`.
- */
-async function setup(events: Record<string, unknown>[] | undefined): Promise<Setup> {
-  const tmp = tmpDir("vigil-scrub-e2e");
-  cleanups.add(() => tmp.cleanup());
-  const model = await startMockModel({ apiKey: MODEL_KEY });
-  cleanups.add(() => model.close());
-  // The HTTP fixture also knows the model's key (as an operator's shared environment would): it echoes it in a tool error.
-  const fixture = await startEventsFixture({ cleanups, env: { ECHO_MODEL_KEY: MODEL_KEY } as EventsFixtureEnv });
-  const local = eventsFixtureStdio({ cleanups });
-  const configFile = tmp.file("vigil.json");
-  const config = {
-    model: { provider: "openai", base_url: model.url, model: "mock-model", api_key_env: "SCRUB_MODEL_KEY", timeout_ms: 20_000 },
-    mcp_servers: [
-      {
-        name: "tickets", transport: "http", url: fixture.mcpUrl,
-        headers: { Authorization: "Bearer ${TICKETS_TOKEN}" },
-        ...(events === undefined ? {} : { events }),
-      },
-      { name: "local", transport: "stdio", command: local.command, args: local.args, env: { ...local.env, LOCAL_TOKEN: STDIO_TOKEN } },
-    ],
-  };
-  writeFileSync(configFile, JSON.stringify(config));
-  const env: EventsEnv = {
-    dir: tmp.path,
-    configFile,
-    stateDir: tmp.file("state"),
-    model,
-    fixture,
-    env: vigilEnv({ ...FAST_KNOBS, TICKETS_TOKEN: HEADER_TOKEN, SCRUB_MODEL_KEY: MODEL_KEY }),
-    writeConfig: () => {
-      throw new Error("not used here");
-    },
-  };
-  return { env, fixture, model };
-}
+const setup = (events: Record<string, unknown>[] | undefined) =>
+  secretServeEnvironment(cleanups, { prefix: "vigil-scrub-e2e", secrets: { header: HEADER_TOKEN, model: MODEL_KEY, stdio: STDIO_TOKEN }, ...(events === undefined ? {} : { events }) });
 
 /** Ends stdio mode (EOF), so every state file is complete; returns what stderr said. */
 async function finish(serve: StdioServe): Promise<string> {

@@ -13,5 +13,19 @@ export const E2E_KNOBS: Readonly<Record<string, string>> = { VIGIL_SHUTDOWN_GRAC
 
 /** The environment vigil runs with in e2e tests: this process's, the e2e knobs, then a test's own. */
 export function vigilEnv(knobs: Record<string, string> = {}): Record<string, string | undefined> {
-  return { ...process.env, ...E2E_KNOBS, ...knobs };
+  return { ...inheritedEnv(), ...E2E_KNOBS, ...knobs };
+}
+
+/**
+ * This process's environment without the knobs that change what vigil writes or sends as a whole
+ * (log format, metrics, OpenTelemetry export): a runner that exports one of them must not change
+ * every e2e test's outcome. A test that wants one passes it in `knobs`.
+ */
+function inheritedEnv(): Record<string, string | undefined> {
+  const env: Record<string, string | undefined> = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (k === "VIGIL_LOG_FORMAT" || k === "VIGIL_METRICS" || k.startsWith("OTEL_")) continue;
+    env[k] = v;
+  }
+  return env;
 }

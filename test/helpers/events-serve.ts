@@ -16,7 +16,7 @@ import {
   startEventsFixture,
 } from "./events-fixture.ts";
 import { LineClient, tmpDir } from "./fixture.ts";
-import { type Cleanups, type Daemon, type Frame, LISTENING_LINE, lastUserText } from "./serve.ts";
+import { type Cleanups, type Daemon, type Frame, lastUserText, listeningUrl } from "./serve.ts";
 import { waitFor } from "./wait.ts";
 
 /** Knobs that make the events timings test-sized (each test may override). */
@@ -126,9 +126,7 @@ export async function startEventsDaemon(
   );
   cleanups.add(() => client.dispose());
   // From source, serve takes longer to start than the binary.
-  await client.waitForStderr("vigil serve listening http://", 30_000);
-  const base = LISTENING_LINE.exec(client.stderrText())![1]!;
-  return { client, base };
+  return { client, base: await listeningUrl(client, 30_000) };
 }
 
 /** `vigil serve` in stdio mode: NDJSON commands in, frames out. */

@@ -80,16 +80,25 @@ export interface Daemon {
  */
 export const LISTENING_LINE = /vigil serve listening (http:\/\/[^\s"]+)/;
 
-/** `vigil serve --listen 127.0.0.1:0`; resolves once it printed its listening line. */
-export async function startDaemon(cleanups: Cleanups, env: Pick<ServeEnv, "configFile" | "stateDir">, extra: string[] = []): Promise<Daemon> {
+/** Waits (bounded) for a daemon's readiness line on its stderr; resolves with the URL it names. */
+export async function listeningUrl(client: LineClient, timeoutMs = 20_000): Promise<string> {
+  await client.waitForStderr("vigil serve listening http://", timeoutMs);
+  return LISTENING_LINE.exec(client.stderrText())![1]!;
+}
+
+/** `vigil serve --listen 127.0.0.1:0` with `processEnv` (default `vigilEnv()`); resolves once it printed its listening line. */
+export async function startDaemon(
+  cleanups: Cleanups,
+  env: Pick<ServeEnv, "configFile" | "stateDir">,
+  extra: string[] = [],
+  processEnv: Record<string, string | undefined> = vigilEnv(),
+): Promise<Daemon> {
   const client = new LineClient(
     [VIGIL_BIN, "serve", "--config", env.configFile, "--state-dir", env.stateDir, "--listen", "127.0.0.1:0", ...extra],
-    { env: vigilEnv() },
+    { env: processEnv },
   );
   cleanups.add(() => client.dispose());
-  await client.waitForStderr("vigil serve listening http://", 20_000);
-  const base = LISTENING_LINE.exec(client.stderrText())![1]!;
-  return { client, base };
+  return { client, base: await listeningUrl(client) };
 }
 
 /** SIGTERM, and waits (bounded) for the exit status. */

@@ -20,10 +20,10 @@ import { CHECKPOINT_TYPE, STATEMENT_TYPE, WRAP_SESSION_PREDICATE, statement } fr
 import { FakeScheduler } from "../helpers/fake-scheduler.ts";
 import { type TmpDir, tmpDir } from "../helpers/fixture.ts";
 import { VIGIL_BIN, requireBinary } from "../helpers/bin.ts";
+import { skipWithout } from "../helpers/debian-tools.ts";
 import { disposeWrapSessions, sha256Hex, startWrap } from "../helpers/wrap.ts";
 
 const VERIFIER = resolve(import.meta.dir, "../fixtures/dsse_verify.py");
-const IN_CI = (process.env.CI ?? "") !== "" && process.env.CI !== "false" && process.env.CI !== "0";
 
 /**
  * The interpreter that imports securesystemslib.signer: VIGIL_PYTHON when set (only it), else the
@@ -55,11 +55,7 @@ function findPython(): { python: string; version: string } | { python: null; rea
 
 const found = findPython();
 const MISSING = found.python === null ? found.reason : null;
-const SKIP = MISSING !== null && !IN_CI;
-if (MISSING !== null) {
-  if (IN_CI) console.error(`dsse-securesystemslib: ${MISSING} — CI must have it (scripts/ci-debian-tools.sh): FAILING`);
-  else console.warn(`dsse-securesystemslib: skipped: ${MISSING}; install it with \`sudo make debian-tools\``);
-}
+const SKIP = skipWithout("dsse-securesystemslib", MISSING, "install it with `sudo make debian-tools`");
 
 /** The interpreter; under CI a missing one fails the test that needs it (never a silent skip). */
 function python(): string {

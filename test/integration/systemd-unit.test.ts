@@ -22,12 +22,12 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, resolve } from "node:path";
 import { VIGIL_BIN, requireBinary } from "../helpers/bin.ts";
+import { skipWithout } from "../helpers/debian-tools.ts";
 import { tmpDir } from "../helpers/fixture.ts";
 
 const UNIT = resolve(import.meta.dir, "../../examples/systemd/vigil-serve.service");
 const MDWE_EXEC = resolve(import.meta.dir, "../fixtures/mdwe_exec.py");
 const INSTALLED_BIN = "/usr/local/bin/vigil";
-const IN_CI = (process.env.CI ?? "") !== "" && process.env.CI !== "false" && process.env.CI !== "0";
 const RUN_BOUND_MS = 60_000;
 
 const tmp = tmpDir("vigil-systemd-unit");
@@ -98,12 +98,9 @@ function verifyProblem(): { analyze: string; reason: null } | { analyze: null; r
 }
 
 const analyzer = verifyProblem();
-if (analyzer.reason !== null) {
-  if (IN_CI) console.error(`systemd-unit: ${analyzer.reason} — CI must have it (scripts/ci-debian-tools.sh): FAILING`);
-  else console.warn(`systemd-unit: systemd-analyze verify skipped: ${analyzer.reason}; install it with \`sudo make debian-tools\``);
-}
+const SKIP_VERIFY = skipWithout("systemd-unit", analyzer.reason === null ? null : `systemd-analyze verify: ${analyzer.reason}`, "install it with `sudo make debian-tools`");
 
-describe.skipIf(analyzer.reason !== null && !IN_CI)("systemd-analyze verify", () => {
+describe.skipIf(SKIP_VERIFY)("systemd-analyze verify", () => {
   test("the unit draws no warning at all (unknown directive, bad value, missing command)", () => {
     if (analyzer.analyze === null) throw new Error(`${analyzer.reason}: run \`make debian-tools\` as root`);
     requireBinary();
@@ -185,12 +182,9 @@ function python(): string | null {
 }
 
 const py = python();
-if (py === null) {
-  if (IN_CI) console.error("systemd-unit: no python3 with ctypes for the MemoryDenyWriteExecute probe — CI must have it: FAILING");
-  else console.warn("systemd-unit: MemoryDenyWriteExecute probe skipped: no python3 with ctypes");
-}
+const SKIP_MDWE = skipWithout("systemd-unit", py === null ? "no python3 with ctypes for the MemoryDenyWriteExecute probe" : null, "install python3");
 
-describe.skipIf(py === null && !IN_CI)("MemoryDenyWriteExecute= matches what Bun's JIT does under it", () => {
+describe.skipIf(SKIP_MDWE)("MemoryDenyWriteExecute= matches what Bun's JIT does under it", () => {
   const probe = tmp.file("jit-probe.js");
   writeFileSync(probe, JIT_PROBE);
   const jit = (prefix: string[]) => {

@@ -3,7 +3,7 @@
  * Port 0 asks the system for a free port (the readiness line prints the one bound). Anything else
  * is a usage error (exit 2) naming the flag.
  */
-import { usageError } from "../../shared/errors.ts";
+import { type VigilError, errnoCode, errorMessage, usageError } from "../../shared/errors.ts";
 
 export interface ListenAddress {
   hostname: string;
@@ -45,6 +45,12 @@ export function parseListen(raw: string, flag = "--listen"): ListenAddress {
 /** `http://host:port` with IPv6 hosts bracketed. */
 export function listenUrl(hostname: string, port: number): string {
   return `http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${port}`;
+}
+
+/** A listener that could not bind (`flag`: `--listen`, `--metrics-listen`): a usage error (exit 2), like a bad address. */
+export function bindRefusal(flag: string, address: ListenAddress, e: unknown): VigilError {
+  const why = errnoCode(e) === "EADDRINUSE" ? "address in use" : errorMessage(e);
+  return usageError(`${flag} ${address.hostname}:${address.port}: cannot listen: ${why}`);
 }
 
 /**

@@ -6,11 +6,10 @@
  * shows no metrics). With `VIGIL_METRICS=off` there is no route at all.
  */
 import type { Server } from "bun";
-import { errnoCode, errorMessage, usageError } from "../../shared/errors.ts";
 import { METRICS } from "../../shared/metrics/catalog.ts";
 import { EXPOSITION_CONTENT_TYPE, renderMetrics } from "../../shared/metrics/render.ts";
 import { jsonError } from "./http.ts";
-import { type ListenAddress, listenUrl } from "./listen.ts";
+import { type ListenAddress, bindRefusal, listenUrl } from "./listen.ts";
 
 export const METRICS_PATH = "/metrics";
 
@@ -48,8 +47,7 @@ export function startMetricsListener(address: ListenAddress): MetricsListener {
       error: () => jsonError(500, "internal", "internal error"),
     });
   } catch (e) {
-    const why = errnoCode(e) === "EADDRINUSE" ? "address in use" : errorMessage(e);
-    throw usageError(`--metrics-listen ${address.hostname}:${address.port}: cannot listen: ${why}`);
+    throw bindRefusal("--metrics-listen", address, e);
   }
   return {
     url: listenUrl(address.hostname, server.port ?? address.port),

@@ -12,7 +12,7 @@
  * SSE streams end once they carried its `error` frame, and the sessions that must keep running
  * come back with backoff (restarts.ts). `/v1/health` is judged by health.ts.
  */
-import { errnoCode, errorMessage, usageError } from "../../shared/errors.ts";
+import { errorMessage } from "../../shared/errors.ts";
 import { announce, logLine } from "../../shared/log.ts";
 import { DAEMON_ENDING_SIGNALS, onSignals } from "../../shared/signals.ts";
 import { within } from "../../shared/time.ts";
@@ -20,7 +20,7 @@ import type { ServeApp } from "../types.ts";
 import { METRICS } from "../../shared/metrics/catalog.ts";
 import { LISTENER_BODY_CAP, createDaemonHandler, jsonError } from "./http.ts";
 import { healthReport } from "./health.ts";
-import { type ListenAddress, listenUrl } from "./listen.ts";
+import { type ListenAddress, bindRefusal, listenUrl } from "./listen.ts";
 import { registerDaemonMetrics } from "./metrics-process.ts";
 import { type MetricsListener, metricsResponse, startMetricsListener } from "./metrics-route.ts";
 import { SessionRegistry } from "./registry.ts";
@@ -107,8 +107,7 @@ export async function runDaemonMode(app: ServeApp, o: DaemonOptions): Promise<nu
   } catch (e) {
     registry.stop();
     await app.shutdown();
-    const why = errnoCode(e) === "EADDRINUSE" ? "address in use" : errorMessage(e);
-    throw usageError(`--listen ${o.listen.hostname}:${o.listen.port}: cannot listen: ${why}`);
+    throw bindRefusal("--listen", o.listen, e);
   }
   let metricsListener: MetricsListener | null = null;
   if (METRICS.enabled && o.metricsListen != null) {

@@ -38,7 +38,7 @@ import type { HistoryBlock } from "../context/blocks.ts";
 import { contextBudget } from "../context/budget.ts";
 import { ContextKeeper } from "../context/keeper.ts";
 import { ModelAnswerTooLargeError, modelAnswerProblem } from "./answer-caps.ts";
-import { countRun } from "./run-metrics.ts";
+import { countRun, countUnplacedCall } from "./run-metrics.ts";
 import { type RunTraceInfo, endRunSpan, endToolSpan, startRunSpan, startToolSpan, tracedChat } from "./run-tracing.ts";
 import type { ToolGateway } from "./tool-gateway.ts";
 
@@ -209,6 +209,7 @@ async function chatLoop(
         await deps.emit(toolCallFrame({ run_id: runId, server: "", tool: call.name, arguments_sha256: argumentsSha256, decision: "deny" }));
         await deps.emit(toolResultFrame(runId, true));
         endToolSpan(startToolSpan(runId, call, specs, deps.trace?.session), { server: "", decision: "deny", reasonCode: "no_tools", isError: true });
+        countUnplacedCall("no_tools");
         add({ role: "tool", toolCallId: call.id, text: "vigil: no tools are available in this session" });
         continue;
       }

@@ -23,8 +23,8 @@ export function countRun(status: RunStatus, code: string | undefined): void {
   RUNS_BY[runOutcome(status, code)].inc();
 }
 
-/** Codes of the denials no policy took (the call never reached a decision). */
-export type GatewayDenial = "unknown_tool" | "server_unavailable" | "not_offered";
+/** Codes of the denials no policy took (the call never reached a decision; `no_tools`: the session had no tools to offer). */
+export type GatewayDenial = "unknown_tool" | "server_unavailable" | "not_offered" | "no_tools";
 export const UNKNOWN_TOOL_LABEL = "_unknown";
 
 /** A decided call: `code` is the policy's reason code (P_ALLOW, no_policy, E_…) or a GatewayDenial. */
@@ -32,8 +32,8 @@ export function countToolCall(server: string, tool: string, decision: "allow" | 
   TOOLS.calls.at(server, tool, decision, code).inc();
 }
 
-/** A call the gateway could not place: the model named no listed tool. */
-export function countUnplacedCall(code: Extract<GatewayDenial, "unknown_tool" | "server_unavailable">): void {
+/** A call that could not be placed: the model named no listed tool, or none was offered (no servers). */
+export function countUnplacedCall(code: Extract<GatewayDenial, "unknown_tool" | "server_unavailable" | "no_tools">): void {
   TOOLS.calls.at("", UNKNOWN_TOOL_LABEL, "deny", code).inc();
 }
 

@@ -12,7 +12,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { EventsFrame } from "../../../src/events/frames.ts";
 import { EventsHub } from "../../../src/events/hub.ts";
-import type { EventsServices, EventsSession, EventsTuning } from "../../../src/events/ports.ts";
+import type { EventsServices, EventsTuning } from "../../../src/events/ports.ts";
 import { DedupWindow } from "../../../src/events/rules/dedup.ts";
 import { subscriptionKey } from "../../../src/events/rules/key.ts";
 import { EventsStore, type FaultOp } from "../../../src/events/store/events-store.ts";
@@ -22,6 +22,7 @@ import type { SubscriptionSpec } from "../../../src/events/types.ts";
 import { ServerKeyStore } from "../../../src/events/webhook/server-keys.ts";
 import { WebhookRouteTable } from "../../../src/events/webhook/routes.ts";
 import type { WebhookAbility, WebhookAnswer, WebhookRecord } from "../../../src/events/webhook/types.ts";
+import { TEST_EVENTS_TUNING, recordingEventsSession } from "../../helpers/events-hub.ts";
 import { tmpDir } from "../../helpers/fixture.ts";
 import { waitFor } from "../../helpers/wait.ts";
 
@@ -30,11 +31,6 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-const TUNING: EventsTuning = {
-  pollFloorMs: 1000, coalesceMs: 10, streamIdleMs: 60_000, maxPending: 1000, maxPendingBytes: 1 << 24, healthyMs: 60_000,
-  refusedRetryMs: 60_000, retryCapMs: 60_000, runtimeTtlMs: 3_600_000, streamBuffer: 64, longPollMs: 1000,
-  modelBackoffCapMs: 60_000, webhookTtlMs: 3_600_000, bodyTimeoutMs: 1000, ackTimeoutMs: 10_000, jwksTimeoutMs: 1000,
-};
 const SPEC: SubscriptionSpec = { server: "srv", name: "ticket.updated", arguments: { project: "a" }, delivery: "webhook", action: "follow_up" };
 const KEY = subscriptionKey(SPEC.server, SPEC.name, SPEC.arguments);
 const token = (n: number) => n.toString(16).padStart(32, "0");
@@ -64,18 +60,6 @@ class Gate {
   };
 }
 
-function session(frames: EventsFrame[] = []): EventsSession {
-  return {
-    name: "s1", state: "running", closed: false,
-    inject: () => ({ queued: "follow_up" }),
-    onRunSettled: () => () => {},
-    onReceived: () => () => {},
-    emit: (frame) => (frames.push(frame), frames.length),
-    subscribe: () => () => {},
-    setEventsHandler: () => {},
-  };
-}
-
 function webhookAbility(routes = new WebhookRouteTable(), keys = new ServerKeyStore()): WebhookAbility & { available: true } {
   return { available: true, routes, keys, callbackUrl: (t) => `http://127.0.0.1:9/_vigil/mcp-events/${t}` };
 }
@@ -98,7 +82,7 @@ async function openHub(o: {
     cleanups.push(() => tmp.cleanup());
     dir = tmp.path;
   }
-  const tuning = { ...TUNING, ...o.tuning };
+  const tuning = { ...TEST_EVENTS_TUNING, ...o.tuning };
   const gate = new Gate();
   const store = await EventsStore.open(dir, { maxPending: tuning.maxPending, maxPendingBytes: tuning.maxPendingBytes, fault: gate.fault });
   const frames: EventsFrame[] = [];
@@ -114,7 +98,7 @@ async function openHub(o: {
     configured: () => o.configured ?? [],
     eventServers: () => ["srv"],
   };
-  const hub = await EventsHub.open(session(frames), dir, services, true, Date.now, store, (e) => { throw e; });
+  const hub = await EventsHub.open(recordingEventsSession("s1", frames), dir, services, true, Date.now, store, (e) => { throw e; });
   cleanups.push(async () => {
     gate.open();
     await hub.close();

@@ -11,7 +11,7 @@ import type { EventsFrame } from "../../../src/events/frames.ts";
 import { EventsHub } from "../../../src/events/hub.ts";
 import { EventsMeter, RESTORED_MODE } from "../../../src/events/metrics.ts";
 import { meterHub, meteredHubs, pendingSamples, subscriptionSamples } from "../../../src/events/metrics-gauges.ts";
-import type { EventsServices, EventsSession, EventsTuning } from "../../../src/events/ports.ts";
+import type { EventsServices } from "../../../src/events/ports.ts";
 import { DedupWindow } from "../../../src/events/rules/dedup.ts";
 import { subscriptionKey } from "../../../src/events/rules/key.ts";
 import { EventsStore, type FaultOp } from "../../../src/events/store/events-store.ts";
@@ -21,6 +21,7 @@ import { ServerKeyStore } from "../../../src/events/webhook/server-keys.ts";
 import { WebhookRouteTable } from "../../../src/events/webhook/routes.ts";
 import { EVENTS, METRICS } from "../../../src/shared/metrics/catalog.ts";
 import { renderMetrics } from "../../../src/shared/metrics/render.ts";
+import { TEST_EVENTS_TUNING, recordingEventsSession } from "../../helpers/events-hub.ts";
 import { tmpDir } from "../../helpers/fixture.ts";
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -127,24 +128,6 @@ describe("the gauges", () => {
 
 // ---- a real hub and store ----
 
-const TUNING: EventsTuning = {
-  pollFloorMs: 1000, coalesceMs: 10, streamIdleMs: 60_000, maxPending: 1000, maxPendingBytes: 1 << 24, healthyMs: 60_000,
-  refusedRetryMs: 60_000, retryCapMs: 60_000, runtimeTtlMs: 3_600_000, streamBuffer: 64, longPollMs: 1000,
-  modelBackoffCapMs: 60_000, webhookTtlMs: 3_600_000, bodyTimeoutMs: 1000, ackTimeoutMs: 10_000, jwksTimeoutMs: 1000,
-};
-
-function session(name: string, frames: EventsFrame[]): EventsSession {
-  return {
-    name, state: "running", closed: false,
-    inject: () => ({ queued: "follow_up" }),
-    onRunSettled: () => () => {},
-    onReceived: () => () => {},
-    emit: (frame) => (frames.push(frame), frames.length),
-    subscribe: () => () => {},
-    setEventsHandler: () => {},
-  };
-}
-
 async function openHub(name: string) {
   const tmp = tmpDir("vigil-unit-events-metrics");
   cleanups.push(() => tmp.cleanup());
@@ -154,7 +137,7 @@ async function openHub(name: string) {
   };
   const store = await EventsStore.open(tmp.path, { maxPending: 1000, maxPendingBytes: 1 << 24, fault });
   const services: EventsServices = {
-    tuning: TUNING,
+    tuning: TEST_EVENTS_TUNING,
     webhook: { available: true, routes: new WebhookRouteTable(), keys: new ServerKeyStore(), callbackUrl: (t) => `http://127.0.0.1:9/_vigil/mcp-events/${t}` },
     wire: () => {
       throw new Error("not connected");
@@ -163,7 +146,7 @@ async function openHub(name: string) {
     eventServers: () => ["srv"],
   };
   const frames: EventsFrame[] = [];
-  const hub = await EventsHub.open(session(name, frames), tmp.path, services, true, Date.now, store, (e) => {
+  const hub = await EventsHub.open(recordingEventsSession(name, frames), tmp.path, services, true, Date.now, store, (e) => {
     throw e;
   });
   cleanups.push(() => hub.close());

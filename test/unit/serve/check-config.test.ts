@@ -6,27 +6,17 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { chmodSync, chownSync, existsSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { generateKeyPair } from "../../../src/evidence/keys.ts";
-import { VigilError } from "../../../src/shared/errors.ts";
 import { checkSummary, renderCheckSummary } from "../../../src/serve/check-config.ts";
 import { type ServeFlags, planServe } from "../../../src/serve/flags.ts";
 import { loadRefusables } from "../../../src/serve/refusables.ts";
 import { inspectStateDir } from "../../../src/serve/state/state-dir-check.ts";
 import { type TmpDir, tmpDir } from "../../helpers/fixture.ts";
+import { refusalOf } from "../../helpers/refusal.ts";
 
 let tmp: TmpDir;
 afterEach(() => tmp?.cleanup());
 const fresh = () => (tmp = tmpDir("vigil-check-config"));
 const isRoot = process.getuid?.() === 0;
-
-function refusalOf(fn: () => unknown): VigilError {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof VigilError) return e;
-    throw e;
-  }
-  throw new Error("expected a refusal");
-}
 
 describe("planServe: --check-config and --json", () => {
   test("--check-config plans a check (text by default, --json for JSON); without it serve runs", () => {

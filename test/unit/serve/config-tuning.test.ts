@@ -1,16 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { VigilError } from "../../../src/shared/errors.ts";
 import { loadServeTuning, TUNING_KNOBS } from "../../../src/serve/config/tuning.ts";
+import { refusalOf } from "../../helpers/refusal.ts";
 
-function refusal(env: Record<string, string>): VigilError {
-  try {
-    loadServeTuning(env);
-  } catch (e) {
-    if (e instanceof VigilError) return e;
-    throw e;
-  }
-  throw new Error("expected a refusal");
-}
+const refusal = (env: Record<string, string>) => refusalOf(() => loadServeTuning(env));
 
 describe("serve tuning knobs", () => {
   test("defaults are the spec's", () => {

@@ -1,18 +1,10 @@
 // serve's flags → plan (src/serve/flags.ts): pure, so the refusals and the mode choice are checked
 // in-process; the e2e suites check the same refusals through the binary (exit 2).
 import { describe, expect, test } from "bun:test";
-import { VigilError } from "../../../src/shared/errors.ts";
 import { DEFAULT_IDLE_TIMEOUT_SECS, type ServeFlags, planServe } from "../../../src/serve/flags.ts";
+import { refusalOf } from "../../helpers/refusal.ts";
 
-function refusal(flags: ServeFlags): VigilError {
-  try {
-    planServe(flags);
-  } catch (e) {
-    if (e instanceof VigilError) return e;
-    throw e;
-  }
-  throw new Error("expected a refusal");
-}
+const refusal = (flags: ServeFlags) => refusalOf(() => planServe(flags));
 
 describe("planServe", () => {
   test("no flags: stdio mode, session default, which owns the configured subscriptions", () => {
@@ -24,7 +16,6 @@ describe("planServe", () => {
       transcriptRetainBytes: 1024 * 1024 * 1024,
       callbackUrl: null,
       metrics: false,
-      logFormat: undefined,
       check: null,
       mode: { kind: "stdio", session: "default" },
     });
@@ -54,14 +45,7 @@ describe("planServe", () => {
     for (const host of ["localhost:0", "[::1]:0", "127.1.2.3:0"]) expect(planServe({ listen: "8080", "metrics-listen": host }, {}).metrics).toBe(true);
     expect(planServe({ listen: "8080" }, { VIGIL_METRICS: "off" }).metrics).toBe(false);
     expect(planServe({ listen: "8080" }, { VIGIL_METRICS: "ON" }).metrics).toBe(true);
-    const refused = (flags: ServeFlags, env: Record<string, string>) => {
-      try {
-        planServe(flags, env);
-      } catch (e) {
-        if (e instanceof VigilError) return e;
-      }
-      throw new Error("expected a refusal");
-    };
+    const refused = (flags: ServeFlags, env: Record<string, string>) => refusalOf(() => planServe(flags, env));
     expect(refused({ "metrics-listen": "127.0.0.1:9100" }, {}).message).toContain("--metrics-listen moves the daemon's /metrics: it requires --listen");
     expect(refused({ listen: "8080", "metrics-listen": "0.0.0.0:9100" }, {}).message).toContain("not a loopback address");
     expect(refused({ listen: "8080", "metrics-listen": "[::]:9100" }, {}).message).toContain("not a loopback address");

@@ -1,23 +1,16 @@
 // `--log-format text|json` (issue 15 item 3): the flag and VIGIL_LOG_FORMAT are parsed strictly
-// (src/serve/log-format.ts, planServe), and a JSON line (src/shared/log.ts jsonLine) carries time,
-// level, msg and the stable fields, every string scrubbed. What the binary writes in either format
-// is checked end to end in test/e2e/log-format-json.test.ts.
+// (src/serve/log-format.ts), and a JSON line (src/shared/log.ts jsonLine) carries time, level, msg
+// and the stable fields, every string scrubbed. What the binary writes in either format — and that
+// the flag is applied before the other flags are judged — is checked end to end in
+// test/e2e/log-format-json.test.ts.
 import { describe, expect, test } from "bun:test";
-import { VigilError } from "../../../src/shared/errors.ts";
 import { jsonLine, parseLogFormat } from "../../../src/shared/log.ts";
 import { REDACTED, registerSecrets } from "../../../src/shared/scrub.ts";
-import { parseServeArgs, planServe } from "../../../src/serve/flags.ts";
+import { parseServeArgs } from "../../../src/serve/flags.ts";
 import { logFormatFromEnv, planLogFormat } from "../../../src/serve/log-format.ts";
+import { refusalOf } from "../../helpers/refusal.ts";
 
-function refusal(run: () => unknown): VigilError {
-  try {
-    run();
-  } catch (e) {
-    if (e instanceof VigilError) return e;
-    throw e;
-  }
-  throw new Error("expected a refusal");
-}
+const refusal = refusalOf;
 
 describe("log format knobs", () => {
   test("parseLogFormat takes text and json exactly", () => {
@@ -26,25 +19,23 @@ describe("log format knobs", () => {
     for (const raw of ["JSON", " json", "", "ndjson", "logfmt"]) expect(parseLogFormat(raw)).toBeNull();
   });
 
-  test("--log-format: scanned by serve's table, planned; any other value is a usage error (exit 2)", () => {
+  test("--log-format: scanned by serve's table; any other value is a usage error (exit 2)", () => {
     expect(parseServeArgs(["--log-format=json"])["log-format"]).toBe("json");
     expect(parseServeArgs(["--log-format", "text"])["log-format"]).toBe("text");
-    expect(planServe({ "log-format": "json" }).logFormat).toBe("json");
-    expect(planServe({}).logFormat).toBeUndefined();
     expect(planLogFormat(undefined)).toBeUndefined();
     const e = refusal(() => planLogFormat("xml"));
     expect(e.code).toBe("usage");
     expect(e.exitCode).toBe(2);
     expect(e.message).toBe('--log-format: expected "text" or "json" (got "xml")');
-    // Judged before the other flags: runServe applies it first, so the later refusals are in its format.
-    expect(refusal(() => planServe({ "log-format": "yaml", listen: "nope" })).message).toContain("--log-format");
     expect(refusal(() => parseServeArgs(["--log-format"])).message).toBe("serve: --log-format needs a value");
   });
 
-  test("VIGIL_LOG_FORMAT: unset or empty is no choice; a bad value is a config error (exit 2), its shown value bounded", () => {
+  test("VIGIL_LOG_FORMAT: unset or empty is no choice; case and blanks ignored; a bad value is a config error (exit 2), its shown value bounded", () => {
     expect(logFormatFromEnv({})).toBeUndefined();
     expect(logFormatFromEnv({ VIGIL_LOG_FORMAT: "" })).toBeUndefined();
     expect(logFormatFromEnv({ VIGIL_LOG_FORMAT: "json" })).toBe("json");
+    expect(logFormatFromEnv({ VIGIL_LOG_FORMAT: " JSON\n" })).toBe("json");
+    expect(logFormatFromEnv({ VIGIL_LOG_FORMAT: "Text" })).toBe("text");
     const e = refusal(() => logFormatFromEnv({ VIGIL_LOG_FORMAT: `Json${"x".repeat(100)}` }));
     expect(e.code).toBe("config_invalid");
     expect(e.exitCode).toBe(2);

@@ -2,21 +2,13 @@
 // endpoint is set, the standard switches honoured, malformed values refused with messages that
 // never show a header value.
 import { describe, expect, test } from "bun:test";
-import { VigilError } from "../../../src/shared/errors.ts";
 import { parseHeaders, tracingSettings } from "../../../src/serve/telemetry/otel-env.ts";
 import { exportFailure } from "../../../src/serve/telemetry/tracing.ts";
+import { refusalOf } from "../../helpers/refusal.ts";
 
 const SECRET = "Bearer s3cr3t-token-value";
 
-function refusal(env: Record<string, string>): VigilError {
-  try {
-    tracingSettings(env);
-  } catch (e) {
-    if (e instanceof VigilError) return e;
-    throw e;
-  }
-  throw new Error("expected a refusal");
-}
+const refusal = (env: Record<string, string>) => refusalOf(() => tracingSettings(env));
 
 describe("OTEL_* for traces", () => {
   test("off without an endpoint, whatever else is set", () => {

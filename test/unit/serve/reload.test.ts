@@ -120,6 +120,20 @@ describe("ServeReloader", () => {
     ]);
   });
 
+  test("a policy removed from the config: applied (enforcement off, as a restart would run it), with one warn line saying so", async () => {
+    const s = await setup("unpolicied");
+    writeFileSync(s.configPath, JSON.stringify({ model: { provider: "openai", base_url: "http://127.0.0.1:9/v1", model: "m" }, mcp_servers: [{ name: "a", transport: "stdio", command: "srv-a" }] }));
+    await s.reloader.reload();
+    expect(s.holder.current).toBeNull();
+    expect(s.lines.filter((l) => l.fields?.code === "policy_removed")).toEqual([
+      { message: "serve: reload: the config names no policy any more: policy enforcement is off, every tool call is allowed (no_policy)", fields: { level: "warn", code: "policy_removed" } },
+    ]);
+    expect(s.lines.at(-1)!.message).toStartWith("serve: reloaded: policy none ");
+    // Still none on the next reload: said once, when it went.
+    await s.reloader.reload();
+    expect(s.lines.filter((l) => l.fields?.code === "policy_removed")).toHaveLength(1);
+  });
+
   test("serialized: reloads asked for while one runs make exactly one more, after it", async () => {
     const s = await setup("serial");
     let open!: () => void;
