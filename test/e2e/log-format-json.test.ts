@@ -144,8 +144,8 @@ describe("vigil serve --log-format json", () => {
 
     const bad = await run(["--log-format", "yaml"], {});
     expect({ code: bad.code, stderr: bad.stderr }).toEqual({ code: 2, stderr: 'vigil: --log-format: expected "text" or "json" (got "yaml")\n' });
-    const badEnv = await run([], { VIGIL_LOG_FORMAT: "JSON" });
-    expect({ code: badEnv.code, stderr: badEnv.stderr }).toEqual({ code: 2, stderr: 'vigil: VIGIL_LOG_FORMAT: expected "text" or "json" (got "JSON")\n' });
+    const badEnv = await run([], { VIGIL_LOG_FORMAT: "logfmt" });
+    expect({ code: badEnv.code, stderr: badEnv.stderr }).toEqual({ code: 2, stderr: 'vigil: VIGIL_LOG_FORMAT: expected "text" or "json" (got "logfmt")\n' });
     // The flag wins over the variable.
     const text = await run(["--log-format", "text", "--config", "/nonexistent/vigil.json"], { VIGIL_LOG_FORMAT: "json" });
     expect(text.code).toBe(2);

@@ -38,7 +38,11 @@ const TOOLS: ToolSpec[] = [
 describe("openai model", () => {
   test("text turn", async () => {
     mock.script([{ text: "hello there" }]);
-    expect(await model().turn(hello, [], never)).toEqual({ text: "hello there", toolCalls: [] });
+    const turn = await model().turn(hello, [], never);
+    expect(turn).toEqual({ text: "hello there", toolCalls: [], usage: { inputTokens: expect.any(Number), outputTokens: expect.any(Number) } });
+    // The counts are the mock's `usage` (prompt_tokens: a quarter of its messages' JSON length), read, not estimated here.
+    const sent = (mock.requests[0]!.body as { messages: unknown[] }).messages;
+    expect(turn.usage!.inputTokens).toBe(Math.ceil(JSON.stringify(sent).length / 4));
     const body = mock.requests[0]!.body as Record<string, unknown>;
     expect(mock.requests[0]!.path).toBe("/v1/chat/completions");
     expect(body.model).toBe("mock-model");
