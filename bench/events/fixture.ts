@@ -12,6 +12,14 @@ const BUN = process.execPath;
 export const FIXTURE = join(ROOT, "test/fixtures/servers/events-fixture.ts");
 const START_MS = 20_000;
 
+/** The knobs of an ingestion run: poll as fast as the fixture answers, hand nothing on early, never refuse for a full queue. */
+export const THROUGHPUT_KNOBS: Readonly<Record<string, string>> = {
+  VIGIL_EVENTS_POLL_FLOOR_MS: "1",
+  VIGIL_EVENTS_COALESCE_MS: "0",
+  VIGIL_EVENTS_MAX_PENDING: "1000000",
+  VIGIL_EVENTS_MAX_PENDING_BYTES: String(1024 * 1024 * 1024),
+};
+
 export interface FixtureState {
   pid: number;
   polls: number;

@@ -52,7 +52,7 @@ import { cpuMsOf, machineBusyMs, schedCpuMsOf, selfCpuMs } from "../proc.ts";
 import { fmt, median, quantile, runBench, table } from "../report.ts";
 import { publishResults } from "../results-file.ts";
 import { VIGIL, machine, vigilPresent } from "../vigil-under-test.ts";
-import { LogTail, startHttpFixture } from "./fixture.ts";
+import { LogTail, THROUGHPUT_KNOBS, startHttpFixture } from "./fixture.ts";
 import { waitQuiet } from "../quiet.ts";
 import { SCRAPE_EVERY_MS, SCRAPE_TIMEOUT_MS, Scraper, counterSum, scrape } from "../metrics-scrape.ts";
 
@@ -68,12 +68,6 @@ const QUIET_BUSY = 0.2;
 const QUIET_WAIT_MS = 60_000;
 /** A run during which other processes used more than --max-others of one CPU is done again, at most this many times. */
 const MAX_REDO = 3;
-const KNOBS: Record<string, string> = {
-  VIGIL_EVENTS_POLL_FLOOR_MS: "1",
-  VIGIL_EVENTS_COALESCE_MS: "0",
-  VIGIL_EVENTS_MAX_PENDING: "1000000",
-  VIGIL_EVENTS_MAX_PENDING_BYTES: String(1024 * 1024 * 1024),
-};
 
 type Delivery = "poll" | "push";
 /** off / scraped: the binary under test; base: --base BIN (the tree before issue 15, no metrics at all). */
@@ -210,7 +204,7 @@ async function oneRun(setup: Setup, round: number, n: number): Promise<Run> {
         mcp_servers: [{ name: "tickets", transport: "http", url: fixture.mcpUrl, events }],
       }),
     );
-    const env = { ...KNOBS, ...(setup.metrics === "base" ? {} : { VIGIL_METRICS: setup.metrics === "off" ? "off" : "on" }), ...(setup.delivery === "push" ? { VIGIL_EVENTS_STREAM_BUFFER: String(PUSH_BUFFER) } : {}) };
+    const env = { ...THROUGHPUT_KNOBS, ...(setup.metrics === "base" ? {} : { VIGIL_METRICS: setup.metrics === "off" ? "off" : "on" }), ...(setup.delivery === "push" ? { VIGIL_EVENTS_STREAM_BUFFER: String(PUSH_BUFFER) } : {}) };
     const name = `${setup.id.replace(/[^a-z0-9]+/g, "-")}-r${round}-${runCount}.md`;
     const bin = setup.metrics === "base" ? [baseBin!] : profileDir === null ? [VIGIL] : [process.execPath, "--cpu-prof-md", `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}`, join(ROOT, "src/cli.ts")];
     const args = ["serve", "--config", config, "--state-dir", join(dir, "state"), "--listen", "127.0.0.1:0", "--session-idle-timeout", "0"];

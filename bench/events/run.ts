@@ -63,7 +63,7 @@ import { VIGIL, machine, vigilPresent } from "../vigil-under-test.ts";
 import { type Memory, cpuMsOf, memoryOf, selfCpuMs } from "../proc.ts";
 import { type Child, exitUnlessDoneWithin, type LineHandler, spawnChild, stop, until, waitLine, waitStderr } from "../children.ts";
 import { inFlight } from "../in-flight.ts";
-import { type Control, type FixtureState, FIXTURE, LogTail, control, startHttpFixture } from "./fixture.ts";
+import { type Control, type FixtureState, FIXTURE, LogTail, THROUGHPUT_KNOBS, control, startHttpFixture } from "./fixture.ts";
 
 const ROOT = resolve(import.meta.dir, "../..");
 const BUN = process.execPath;
@@ -86,12 +86,6 @@ const PROBE_MS = 5_000;
 /** A push stream buffer that a burst never overflows (the A/B of the default's overflow cost). */
 const BIG_BUFFER = 100_000;
 
-const THROUGHPUT_KNOBS: Record<string, string> = {
-  VIGIL_EVENTS_POLL_FLOOR_MS: "1",
-  VIGIL_EVENTS_COALESCE_MS: "0",
-  VIGIL_EVENTS_MAX_PENDING: "1000000",
-  VIGIL_EVENTS_MAX_PENDING_BYTES: String(1024 * 1024 * 1024),
-};
 
 // ---------------------------------------------------------------------------------------------
 // Options
