@@ -246,9 +246,7 @@ export class McpServerPool<C extends McpServerConfig = McpServerConfig> {
     this.configs.clear();
     for (const config of configs) this.configs.set(config.name, config);
     // The old connection is gone before its replacement starts: never two of one server at once.
-    const stdioBound = Math.max(0, ...ending.map((l) => l.stdio?.closeBoundMs ?? 0));
-    await within(Promise.allSettled(ending.map((link) => link.close())), Math.max(stdioBound, HTTP_CLOSE_MS) + 2000);
-    for (const link of ending) killLeftGroup(link);
+    await closeLinks(ending);
     await Promise.all(starting.map((link) => link.start()));
   }
 
@@ -262,11 +260,8 @@ export class McpServerPool<C extends McpServerConfig = McpServerConfig> {
     return this.closing;
   }
 
-  private async shutdown(): Promise<void> {
-    const links = [...this.links.values()];
-    const stdioBound = Math.max(0, ...links.map((l) => l.stdio?.closeBoundMs ?? 0));
-    await within(Promise.allSettled(links.map((link) => link.close())), Math.max(stdioBound, HTTP_CLOSE_MS) + 2000);
-    for (const link of links) killLeftGroup(link);
+  private shutdown(): Promise<void> {
+    return closeLinks([...this.links.values()]);
   }
 
   private emit(event: ServerEvent): void {
@@ -280,10 +275,17 @@ export class McpServerPool<C extends McpServerConfig = McpServerConfig> {
   }
 }
 
-/** A stdio server whose close ran out of time: its process group is SIGKILLed. */
-function killLeftGroup(link: ServerLink): void {
-  const stdio = link.stdio;
-  if (stdio && stdio.status().state !== "closed" && stdio.pid !== null) signalGroup(stdio.pid, "SIGKILL");
+/**
+ * Closes `links` in parallel, bounded by the slowest close bound + 2 s; a stdio server whose close
+ * ran out of time has its process group SIGKILLed. Never rejects.
+ */
+async function closeLinks(links: readonly ServerLink[]): Promise<void> {
+  const stdioBound = Math.max(0, ...links.map((l) => l.stdio?.closeBoundMs ?? 0));
+  await within(Promise.allSettled(links.map((link) => link.close())), Math.max(stdioBound, HTTP_CLOSE_MS) + 2000);
+  for (const link of links) {
+    const stdio = link.stdio;
+    if (stdio && stdio.status().state !== "closed" && stdio.pid !== null) signalGroup(stdio.pid, "SIGKILL");
+  }
 }
 
 /** `promise`, or a rejection with the signal's reason as soon as it aborts. */

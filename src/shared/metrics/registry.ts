@@ -92,7 +92,7 @@ export class Family<K extends MetricKind, L extends string = never> {
     }
     if (this.children.size >= MAX_SERIES_PER_FAMILY) {
       this.onOverflow();
-      return (this.overflowed ??= this.overflowChild());
+      return (this.overflowed ??= this.newChild());
     }
     const child = this.newChild();
     this.children.set(key, { values: [...values], child });
@@ -113,10 +113,6 @@ export class Family<K extends MetricKind, L extends string = never> {
   *series(): Generator<{ values: readonly string[]; child: ChildOf<K> }> {
     yield* this.children.values();
     if (this.overflowed !== null) yield { values: this.labelNames.map(() => OVERFLOW_LABEL), child: this.overflowed };
-  }
-
-  private overflowChild(): ChildOf<K> {
-    return this.newChild();
   }
 
   private newChild(): ChildOf<K> {
