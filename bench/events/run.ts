@@ -15,7 +15,7 @@
  * and an fdatasync per page (what durability alone costs); and that client sending each page to the
  * same mock model, one request per page without history (the floor of (b)).
  *
- *   bun bench/events/run.ts [--write] [--rounds N] [--events N] [--model-events N] [--subs K] [--phases log,model,memory] [--quick] [--profile DIR]
+ *   bun bench/events/run.ts [--write] [--rounds N] [--events N] [--model-events N] [--subs K] [--phases log,model,memory] [--quick] [--profile DIR] [--only A,B]
  *
  *   --write      add or replace the `<!-- bench:events … -->` section of bench/RESULTS.md
  *   --rounds N   rounds of the throughput setups (default 3, at most 5); setups interleaved, rotating order
@@ -27,6 +27,8 @@
  *   --quick      one round, 1,000 events (both kinds), 100 subscriptions: a smoke test (not written)
  *   --profile D  throughput runs start vigil from source (bun --cpu-prof-md src/cli.ts) and write one
  *                CPU profile per run into D (figures not comparable, never written)
+ *   --only A,B   only the throughput setups whose id contains A or B (e.g. "poll http": vigil and both
+ *                baselines), for a quick before/after with VIGIL_BIN (never written)
  *
  * How a throughput run goes: a fresh fixture (HTTP: started here; stdio: started by vigil, or by the
  * baseline), a fresh in-process mock model (test/fixtures/mock-model.ts) and a fresh
@@ -64,6 +66,7 @@ import { type Memory, cpuMsOf, memoryOf, selfCpuMs } from "../proc.ts";
 import { type Child, exitUnlessDoneWithin, type LineHandler, spawnChild, stop, until, waitLine, waitStderr } from "../children.ts";
 import { inFlight } from "../in-flight.ts";
 import { type Control, type FixtureState, FIXTURE, LogTail, THROUGHPUT_KNOBS, control, startHttpFixture } from "./fixture.ts";
+import { eventsTargets, targetsMarkdown, targetsText } from "./targets.ts";
 
 const ROOT = resolve(import.meta.dir, "../..");
 const BUN = process.execPath;
@@ -103,10 +106,12 @@ interface Options {
   phases: Set<Phase>;
   /** --profile DIR: the throughput runs' vigil from source with a CPU profile (markdown) each, into DIR. */
   profile: string | null;
+  /** --only A,B: only the throughput setups whose id contains one of these (a before/after probe; not written). */
+  only: string[] | null;
 }
 
 function parseOptions(argv: string[]): Options {
-  const o: Options = { write: false, quick: false, rounds: 3, events: 5000, modelEvents: 20_000, subs: 1000, phases: new Set<Phase>(["log", "model", "memory"]), profile: null };
+  const o: Options = { write: false, quick: false, rounds: 3, events: 5000, modelEvents: 20_000, subs: 1000, phases: new Set<Phase>(["log", "model", "memory"]), profile: null, only: null };
   const num = (flag: string, v: string | undefined, min: number, max: number) => {
     const n = Number(v);
     if (v === undefined || !Number.isInteger(n) || n < min || n > max) usage(`${flag}: expected an integer from ${min} to ${max}`);
@@ -128,17 +133,22 @@ function parseOptions(argv: string[]): Options {
       const dir = argv[++i];
       if (dir === undefined || dir === "") usage("--profile: a directory is required");
       o.profile = resolve(dir);
+    } else if (a === "--only") {
+      const list = (argv[++i] ?? "").split(",").map((x) => x.trim()).filter(Boolean);
+      if (list.length === 0 || !list.every((x) => SETUPS.some((st) => st.id.includes(x)))) usage(`--only: a comma-separated list of parts of setup ids (${SETUPS.map((st) => st.id).join("; ")})`);
+      o.only = list;
     } else if (a === "--help" || a === "-h") usage();
     else usage(`unknown argument ${a}`);
   }
   if (o.quick && o.write) usage("--quick results are a smoke test and are not written");
   if (o.profile !== null && o.write) usage("--profile runs vigil from source under the profiler: its figures are not written");
+  if (o.only !== null && o.write) usage("--only runs a part of the setups: its figures are not written");
   return o;
 }
 
 function usage(error?: string): never {
   if (error) process.stderr.write(`bench: ${error}\n`);
-  process.stderr.write("usage: bun bench/events/run.ts [--write] [--rounds N] [--events N] [--model-events N] [--subs K] [--phases log,model,memory] [--quick] [--profile DIR]\n");
+  process.stderr.write("usage: bun bench/events/run.ts [--write] [--rounds N] [--events N] [--model-events N] [--subs K] [--phases log,model,memory] [--quick] [--profile DIR] [--only A,B]\n");
   process.exit(error ? 2 : 0);
 }
 
@@ -366,6 +376,15 @@ interface FlowRun {
   /** vigil status frames during the run (error: stream overflow and the like). */
   statusErrors: number;
   errorSample: string | null;
+  /**
+   * vigil's worst event-loop block during the run (ms): the largest lateness of a 10 ms timer
+   * (VIGIL_DEBUG_LOOP_BLOCK_MS, shared/loop-block-probe.ts), counted only while vigil's JS thread
+   * was on CPU (min(lateness, thread CPU in the interval): a shared machine's descheduling is not
+   * vigil's block), over the report windows from t0 to the first report after the end; null for
+   * baselines and runs to the model. `maxLoopLagMs`: the same, wall-clock lateness.
+   */
+  maxLoopBlockMs: number | null;
+  maxLoopLagMs: number | null;
   model: ModelStats | null;
   exit: number | null;
 }
@@ -387,7 +406,7 @@ function flowRun(
   ms: number,
   [cpu0, cpu1]: [CpuReading, CpuReading],
   [s0, s1]: [FixtureState, FixtureState],
-  own: Pick<FlowRun, "statusErrors" | "errorSample" | "model">,
+  own: Pick<FlowRun, "statusErrors" | "errorSample" | "model"> & { maxLoopBlockMs?: number | null; maxLoopLagMs?: number | null },
 ): FlowRun {
   return {
     setup,
@@ -400,6 +419,8 @@ function flowRun(
     benchCpuMs: cpu1.self - cpu0.self,
     polls: s1.polls - s0.polls,
     streams: s1.streams_total - s0.streams_total,
+    maxLoopBlockMs: null,
+    maxLoopLagMs: null,
     ...own,
     exit: null,
   };
@@ -439,7 +460,9 @@ async function vigilRun(setup: Setup, round: number, n: number): Promise<FlowRun
     }
     const config = vigilConfig(dir, model.url, server);
     const { counts, onLine } = frameCounter();
-    const knobs = setup.buffer === undefined ? THROUGHPUT_KNOBS : { ...THROUGHPUT_KNOBS, VIGIL_EVENTS_STREAM_BUFFER: String(setup.buffer) };
+    const buffered = setup.buffer === undefined ? THROUGHPUT_KNOBS : { ...THROUGHPUT_KNOBS, VIGIL_EVENTS_STREAM_BUFFER: String(setup.buffer) };
+    // Into the log: vigil reports its worst event-loop block per 250 ms window (a 10 ms timer's lateness).
+    const knobs = setup.target === "log" ? { ...buffered, VIGIL_DEBUG_LOOP_BLOCK_MS: String(LOOP_BLOCK_TIMER_MS) } : buffered;
     const bin = profileDir === null ? [VIGIL] : [BUN, "--cpu-prof-md", `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${setup.id.replace(/[^a-z0-9]+/g, "-")}-r${round}.md`, join(ROOT, "src/cli.ts")];
     vigil = spawnChild("vigil serve", [...bin, "serve", "--config", config, "--state-dir", join(dir, "state"), "--session", "bench"], { env: knobs, onLine });
     const v = vigil;
@@ -453,6 +476,7 @@ async function vigilRun(setup: Setup, round: number, n: number): Promise<FlowRun
     const errors0 = counts.kinds.get("error") ?? 0;
     const events0 = counts.events;
     const cpu0 = cpuNow(v.pid, fixture.pid);
+    const stderr0 = v.stderr.length;
     const t0 = performance.now();
     await fixture.post("emit_burst", { count: n, name: "ticket.updated" });
     let done: boolean;
@@ -479,7 +503,10 @@ async function vigilRun(setup: Setup, round: number, n: number): Promise<FlowRun
       throw new Error(`${setup.id}: ${tally === null ? `${tail.adds} of ${n} events in the pending log` : `${tally.ids.size} of ${n} events at the model`} after ${tally === null ? RUN_MS : modelRunMs(n)} ms: ${v.stderr.slice(-1500)}`);
     }
     const s1 = await fixture.state();
+    const loop = tally === null ? await loopBlockSince(v, stderr0) : null;
     const run = flowRun(setup, round, n, tEnd - t0, [cpu0, cpu1], [s0, s1], {
+      maxLoopBlockMs: loop?.block ?? null,
+      maxLoopLagMs: loop?.lag ?? null,
       statusErrors: (counts.kinds.get("error") ?? 0) - errors0,
       errorSample: counts.errors[0] ?? null,
       model: tally === null ? null : modelStats(tally, t0, tIngested),
@@ -493,6 +520,26 @@ async function vigilRun(setup: Setup, round: number, n: number): Promise<FlowRun
     if (httpFixture !== null) await stop(httpFixture.child, "eof");
     await closeModel(model);
   }
+}
+
+/** The period of vigil's loop-block probe timer in the runs into the log. */
+const LOOP_BLOCK_TIMER_MS = 10;
+const LOOP_BLOCK_LINE = /worst block ([0-9.]+) ms on CPU, worst timer lateness ([0-9.]+) ms in the last/g;
+
+/**
+ * The worst loop block vigil reported since stderr offset `from`: waits (≤ 1 s) for one report
+ * window that began after the run's end, so the window holding the end is counted too.
+ */
+async function loopBlockSince(v: Child, from: number): Promise<{ block: number; lag: number }> {
+  const at = v.stderr.length;
+  await until(() => v.stderr.includes("worst timer lateness", at) || v.proc.exitCode !== null, 1000, 10);
+  let block = Number.NaN;
+  let lag = Number.NaN;
+  for (const m of v.stderr.slice(from).matchAll(LOOP_BLOCK_LINE)) {
+    block = Number.isNaN(block) ? Number(m[1]) : Math.max(block, Number(m[1]));
+    lag = Number.isNaN(lag) ? Number(m[2]) : Math.max(lag, Number(m[2]));
+  }
+  return { block, lag };
 }
 
 async function baselineRun(setup: Setup, round: number, n: number): Promise<FlowRun> {
@@ -755,12 +802,13 @@ function ingestionTable(r: Results): string[] {
       fmt(median(runs.map((x) => (x.fixtureCpuMs * 1000) / x.events))),
       s.delivery === "poll" ? `${fmt(median(runs.map((x) => x.polls)))} polls` : `${fmt(median(runs.map((x) => x.streams)))} opened`,
       vigil ? fmt(median(runs.map((x) => x.statusErrors))) : "—",
+      vigil ? `${fmt(Math.max(...runs.map((x) => x.maxLoopBlockMs ?? Number.NaN)), 1)} (${fmt(Math.max(...runs.map((x) => x.maxLoopLagMs ?? Number.NaN)), 1)})` : "—",
     ]];
   });
   return table(
-    ["setup", "events/s", "vs bare client", "vs bare + fdatasync", "ms to all N", "client CPU µs / event", "client CPU busy", "fixture CPU µs / event", "polls / streams during the run", "error statuses"],
+    ["setup", "events/s", "vs bare client", "vs bare + fdatasync", "ms to all N", "client CPU µs / event", "client CPU busy", "fixture CPU µs / event", "polls / streams during the run", "error statuses", "worst loop block on CPU (wall lateness), ms, max over runs"],
     rows,
-    ["l", "r", "r", "r", "r", "r", "r", "r", "r", "r"],
+    ["l", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r"],
   );
 }
 
@@ -887,6 +935,7 @@ function render(r: Results): string {
       ...memoryLines(r),
     );
   }
+  L.push(...targetsMarkdown(eventsTargets(r.runs, r.o)));
   L.push("Reading the numbers:", "");
   const v = (id: string) => rateOf(r, id);
   if (logRuns) {
@@ -939,11 +988,12 @@ function textSummary(r: Results): string {
       ? `  model ${m.requests} req (${m.batches} batches) ${fmt(m.mb, 1)} MB, batch KiB first ${fmt(m.firstBatchKiB, 1)} median ${fmt(m.medianBatchKiB, 1)} max ${fmt(m.maxBatchKiB, 1)} last ${fmt(m.lastBatchKiB, 1)}, ${fmt(m.whileIngesting)}/s while ingesting (${fmt(m.ingestedMs ?? Number.NaN)} ms), ${fmt(m.afterIngesting)}/s after`
       : "";
     out.push(
-      `  round ${x.round} ${x.setup.id.padEnd(36)} ${fmt(x.rate).padStart(7)} ev/s  ${fmt(x.ms).padStart(6)} ms  cpu ${fmt(cpuPerEvent(x)).padStart(4)} µs/ev  polls ${x.polls} streams ${x.streams} errors ${x.statusErrors}${model}`,
+      `  round ${x.round} ${x.setup.id.padEnd(36)} ${fmt(x.rate).padStart(7)} ev/s  ${fmt(x.ms).padStart(6)} ms  cpu ${fmt(cpuPerEvent(x)).padStart(4)} µs/ev  polls ${x.polls} streams ${x.streams} errors ${x.statusErrors}${x.maxLoopBlockMs === null ? "" : ` block ${fmt(x.maxLoopBlockMs, 1)} ms (lag ${fmt(x.maxLoopLagMs ?? Number.NaN, 1)})`}${model}`,
     );
   }
   for (const m of r.mem) for (const row of m.rows) out.push(`  memory ${m.delivery} ${row.label.padEnd(52)} VmRSS ${mib(row.m.rssKiB)} MiB  RssAnon ${mib(row.m.anonKiB)} MiB  fds ${row.m.fds}  fixture ${mib(row.fixture.rssKiB)} MiB`);
   if (r.probe) out.push(`  push probe: ${r.probe.streams} streams, next subscription answered: ${r.probe.nextAnswered}, prompt: ${r.probe.promptMs === null ? "not sent" : `${fmt(r.probe.promptMs)} ms`}`);
+  out.push(...targetsText(eventsTargets(r.runs, r.o)));
   return out.join("\n");
 }
 
@@ -978,7 +1028,7 @@ async function main(): Promise<number> {
 
   // (a), (b)
   const runs: FlowRun[] = [];
-  const setups = SETUPS.filter((s) => o.phases.has(s.target));
+  const setups = SETUPS.filter((s) => o.phases.has(s.target) && (o.only === null || o.only.some((x) => s.id.includes(x))));
   if (setups.length > 0) {
     for (let round = 1; round <= o.rounds; round++) {
       for (let i = 0; i < setups.length; i++) {
@@ -986,7 +1036,7 @@ async function main(): Promise<number> {
         const n = s.target === "model" ? o.modelEvents : o.events;
         const x = s.who === "vigil" ? await vigilRun(s, round, n) : await baselineRun(s, round, n);
         runs.push(x);
-        process.stderr.write(`  round ${round}/${o.rounds} ${s.id.padEnd(32)} ${fmt(x.rate).padStart(7)} events/s (${fmt(x.ms)} ms)${x.statusErrors ? `, ${x.statusErrors} error statuses` : ""}\n`);
+        process.stderr.write(`  round ${round}/${o.rounds} ${s.id.padEnd(32)} ${fmt(x.rate).padStart(7)} events/s (${fmt(x.ms)} ms)${x.statusErrors ? `, ${x.statusErrors} error statuses` : ""}${x.maxLoopBlockMs === null ? "" : `, loop block ${fmt(x.maxLoopBlockMs, 1)} ms on CPU (lag ${fmt(x.maxLoopLagMs ?? Number.NaN, 1)} ms)`}\n`);
       }
     }
   }

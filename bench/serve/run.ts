@@ -8,12 +8,21 @@
  *   (b) memory — the daemon's VmRSS / VmHWM (from /proc/<pid>/status) with 0 sessions, 1 session
  *       and 100 idle sessions, in one fresh daemon.
  *
- *   bun bench/serve/run.ts [--write] [--rounds N] [--seconds S] [--window W]
+ *   bun bench/serve/run.ts [--write] [--rounds N] [--seconds S] [--window W] [--clients 1,50] [--no-memory] [--vs BIN] [--profile DIR]
  *
- *   --write      add or replace the `<!-- bench:serve … -->` section of bench/RESULTS.md
- *   --rounds N   fan-out rounds (default 3); the four setups are interleaved in a rotating order
- *   --seconds S  how long the driver sends commands in each fan-out run (default 3)
- *   --window W   commands in flight (default 8)
+ *   --write       add or replace the `<!-- bench:serve … -->` section of bench/RESULTS.md
+ *   --rounds N    fan-out rounds (default 3); the setups are interleaved in a rotating order
+ *   --seconds S   how long the driver sends commands in each fan-out run (default 3)
+ *   --window W    commands in flight (default 8)
+ *   --clients L   the client counts to run (default 1,50; a subset for a quick look)
+ *   --no-memory   skip the idle-sessions memory phase
+ *   --vs BIN      a second vigil binary (e.g. the build before a change), run as setup `vs` in the
+ *                 same rounds, interleaved with the others: before/after in the same period
+ *   --profile DIR run the daemon from source (`bun --cpu-prof-md src/cli.ts serve`) and write its
+ *                 CPU profile into DIR when it stops (the figures are then of the source, not the binary)
+ *
+ * The binary under test is dist/vigil, or $VIGIL_BIN (bench/vigil-under-test.ts: a before/after
+ * comparison runs the harness once per binary). The targets (issue 16) are printed as met/missed.
  *
  * Frame source: `get_state` commands POSTed to the session, W in flight. Each one produces exactly
  * one `response` frame (stored in the transcript, then broadcast), needs no model and no MCP server,
@@ -35,22 +44,22 @@
  * group is killed on every way out (errors, SIGINT/SIGTERM/SIGHUP, a 110 s overall deadline), and
  * the temporary directory is removed.
  */
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { availableParallelism, loadavg, release, tmpdir } from "node:os";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { writeResultsSection } from "../results-file.ts";
-import { cpuModel, fmt, median, mib, table, runBench } from "../report.ts";
+import { fmt, median, mib, table, runBench } from "../report.ts";
+import { VIGIL, machine, vigilPresent } from "../vigil-under-test.ts";
 import { type Memory, cpuMsOf, memoryOf, selfCpuMs } from "../proc.ts";
 import { type Child, exitUnlessDoneWithin, spawnChild, stop, until, waitLine, waitStderr, within } from "../children.ts";
 import { SseStream } from "../sse-stream.ts";
 
 const ROOT = resolve(import.meta.dir, "../..");
-const VIGIL = join(ROOT, "dist/vigil");
 const MOCK = join(ROOT, "test/fixtures/mock-model.ts");
 const BASELINE = join(import.meta.dir, "baseline-sse.ts");
 const RESULTS = join(ROOT, "bench/RESULTS.md");
 const DEADLINE_MS = 110_000;
-const CLIENT_COUNTS = [1, 50] as const;
+const CLIENT_COUNTS = [1, 50];
 const IDLE_SESSIONS = 100;
 const START_MS = 20_000;
 const ATTACH_MS = 10_000;
@@ -65,10 +74,14 @@ interface Options {
   rounds: number;
   seconds: number;
   window: number;
+  clients: number[];
+  memory: boolean;
+  profile: string | null;
+  vs: string | null;
 }
 
 function parseOptions(argv: string[]): Options {
-  const o: Options = { write: false, rounds: 3, seconds: 3, window: 8 };
+  const o: Options = { write: false, rounds: 3, seconds: 3, window: 8, clients: CLIENT_COUNTS, memory: true, profile: null, vs: null };
   const num = (flag: string, v: string | undefined, min: number, max: number) => {
     const n = Number(v);
     if (v === undefined || !Number.isFinite(n) || n < min || n > max) usage(`${flag}: expected a number from ${min} to ${max}`);
@@ -80,16 +93,30 @@ function parseOptions(argv: string[]): Options {
     else if (a === "--rounds") o.rounds = Math.floor(num(a, argv[++i], 1, 10));
     else if (a === "--seconds") o.seconds = num(a, argv[++i], 0.5, 10);
     else if (a === "--window") o.window = Math.floor(num(a, argv[++i], 1, 256));
-    else if (a === "--help" || a === "-h") usage();
+    else if (a === "--clients") {
+      const list = (argv[++i] ?? "").split(",").filter((x) => x !== "");
+      o.clients = list.map((x) => Math.floor(num(a, x, 1, 100)));
+      if (o.clients.length === 0) usage("--clients: expected a list such as 1,50");
+    } else if (a === "--no-memory") o.memory = false;
+    else if (a === "--vs") {
+      const bin = argv[++i];
+      if (!bin) usage("--vs needs a binary");
+      o.vs = resolve(bin);
+    } else if (a === "--profile") {
+      const dir = argv[++i];
+      if (!dir) usage("--profile needs a directory");
+      o.profile = resolve(dir);
+    } else if (a === "--help" || a === "-h") usage();
     else usage(`unknown argument ${a}`);
   }
-  if (o.rounds * 4 * (o.seconds + 2) > 90) usage("--rounds × --seconds would not finish within the deadline");
+  if (o.write && (o.clients.length !== CLIENT_COUNTS.length || !o.memory || o.profile !== null || o.vs !== null)) usage("--write takes the full run (no --clients, --no-memory, --vs or --profile)");
+  if (o.rounds * (o.vs === null ? 2 : 3) * o.clients.length * (o.seconds + 2) > 90) usage("--rounds × --seconds would not finish within the deadline");
   return o;
 }
 
 function usage(error?: string): never {
   if (error) process.stderr.write(`bench: ${error}\n`);
-  process.stderr.write("usage: bun bench/serve/run.ts [--write] [--rounds N] [--seconds S] [--window W]\n");
+  process.stderr.write("usage: bun bench/serve/run.ts [--write] [--rounds N] [--seconds S] [--window W] [--clients 1,50] [--no-memory] [--vs BIN] [--profile DIR]\n");
   process.exit(error ? 2 : 0);
 }
 
@@ -107,7 +134,8 @@ process.on("exit", () => {
 // The servers
 
 interface Server {
-  name: "vigil" | "baseline";
+  /** `vs`: the second vigil binary (--vs). */
+  name: "vigil" | "vs" | "baseline";
   child: Child;
   base: string;
 }
@@ -118,10 +146,16 @@ function writeConfig(dir: string, modelUrl: string): string {
   return file;
 }
 
-async function startDaemon(config: string, stateDir: string): Promise<Server> {
-  const child = spawnChild("vigil serve", [VIGIL, "serve", "--config", config, "--state-dir", stateDir, "--listen", "127.0.0.1:0", "--session-idle-timeout", "0"], { stdin: "ignore" });
+/** The daemon's command: the binary under test, or (--profile) the source under Bun's CPU profiler. */
+function vigilArgv(profile: string | null, bin: string = VIGIL): string[] {
+  if (profile === null) return [bin];
+  return [process.execPath, "--cpu-prof-md", `--cpu-prof-dir=${profile}`, join(ROOT, "src/cli.ts")];
+}
+
+async function startDaemon(config: string, stateDir: string, profile: string | null = null, vs: string | null = null): Promise<Server> {
+  const child = spawnChild(vs === null ? "vigil serve" : "vs serve", [...vigilArgv(vs === null ? profile : null, vs ?? VIGIL), "serve", "--config", config, "--state-dir", stateDir, "--listen", "127.0.0.1:0", "--session-idle-timeout", "0"], { stdin: "ignore" });
   const m = await waitStderr(child, /vigil serve listening (http:\/\/\S+)\n/, START_MS);
-  return { name: "vigil", child, base: m[1]! };
+  return { name: vs === null ? "vigil" : "vs", child, base: m[1]! };
 }
 
 async function startBaseline(): Promise<Server> {
@@ -242,7 +276,7 @@ interface FanRun {
 async function fanOut(server: Server, clients: number, round: number, o: Options): Promise<FanRun> {
   const session = `fan-r${round}-k${clients}`;
   // Open the session first, so the clients attach to a session that exists and no frame precedes the run.
-  if (server.name === "vigil") await post(server.base, session, { type: "get_state", id: "open" });
+  if (server.name !== "baseline") await post(server.base, session, { type: "get_state", id: "open" });
   const readers = Array.from({ length: clients }, (_, i) => new SseClient(`${server.base}/v1/sessions/${session}/frames`, i === 0));
   try {
     if (!(await until(() => readers.every((r) => r.attached || r.closed), ATTACH_MS)) || readers.some((r) => r.closed)) {
@@ -342,11 +376,40 @@ async function idleMemory(config: string, stateDir: string): Promise<{ rows: Mem
 
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
-function machine(): string {
-  const cpu = cpuModel();
-  const version = Bun.spawnSync([VIGIL, "--version"]).stdout.toString().trim();
-  return `${availableParallelism()} CPUs (nproc), ${cpu}, Linux ${release()}, Bun ${Bun.version}, vigil ${version} (dist/vigil)`;
+/** Vigil's delivered total over the baseline's, at `k` clients (medians over rounds; NaN without runs). */
+function ratio(runs: FanRun[], k: number, server: FanRun["server"] = "vigil"): number {
+  const tot = (name: FanRun["server"]) => median(runs.filter((x) => x.server === name && x.clients === k).map((x) => x.total));
+  return tot(server) / tot("baseline");
 }
+
+interface Target {
+  name: string;
+  measured: string;
+  met: boolean | null;
+}
+
+/** Issue 16: SSE fan-out to 1 client ≥ 70 % of the minimal broadcaster; the 50-client ratio is informational. */
+function targets(r: Results): Target[] {
+  const out: Target[] = [];
+  const pct = (x: number) => `${fmt(x * 100)} %`;
+  const range = (k: number) => {
+    const per = Array.from({ length: r.o.rounds }, (_, i) => ratio(r.runs.filter((x) => x.round === i + 1), k)).filter(Number.isFinite);
+    return per.length > 1 ? ` (rounds ${pct(Math.min(...per))}–${pct(Math.max(...per))})` : "";
+  };
+  if (r.o.clients.includes(1)) {
+    const v = ratio(r.runs, 1);
+    out.push({ name: "SSE fan-out to 1 client, vigil ≥ 70 % of the baseline's frames/s", measured: `${pct(v)}${range(1)}`, met: Number.isFinite(v) ? v >= 0.7 : null });
+  }
+  if (r.o.clients.includes(50)) {
+    out.push({ name: "SSE fan-out to 50 clients, vigil / baseline total frames/s (informational)", measured: `${pct(ratio(r.runs, 50))}${range(50)}`, met: null });
+  }
+  if (r.o.vs !== null) {
+    for (const k of r.o.clients) out.push({ name: `the --vs binary at ${k} client${k === 1 ? "" : "s"}, vs / baseline (informational)`, measured: pct(ratio(r.runs, k, "vs")), met: null });
+  }
+  return out;
+}
+
+const verdict = (met: boolean | null) => (met === null ? "n/a" : met ? "met" : "**missed**");
 
 
 interface Results {
@@ -366,9 +429,9 @@ function render(r: Results): string {
   const L: string[] = [];
   L.push("<!-- bench:serve start (generated by bun bench/serve/run.ts --write; replaced on the next run) -->");
   L.push(`## serve — ${r.date}`, "");
-  L.push(`Machine: ${r.machine}.`);
+  L.push(`Machine: ${r.machine}.${r.o.vs === null ? "" : ` Setup \`vs\` (--vs): ${r.o.vs}, in the same rounds.`}`);
   L.push(
-    `Run: \`bun bench/serve/run.ts --write\`, ${r.o.rounds} fan-out round${r.o.rounds === 1 ? "" : "s"}, the four fan-out setups interleaved in a rotating order, medians over rounds (range in parentheses); ${fmt(r.seconds)} s; 1-min load average ${r.load[0]} at start, ${r.load[1]} at end.`,
+    `Run: \`bun bench/serve/run.ts ${process.argv.slice(2).join(" ")}\`, ${r.o.rounds} fan-out round${r.o.rounds === 1 ? "" : "s"}, the ${r.o.clients.length * (r.o.vs === null ? 2 : 3)} fan-out setups interleaved in a rotating order, medians over rounds (range in parentheses); ${fmt(r.seconds)} s; 1-min load average ${r.load[0]} at start, ${r.load[1]} at end.`,
     "",
   );
   L.push(
@@ -376,8 +439,8 @@ function render(r: Results): string {
     "",
   );
   const rows: string[][] = [];
-  for (const server of ["vigil", "baseline"] as const) {
-    for (const k of CLIENT_COUNTS) {
+  for (const server of r.o.vs === null ? (["vigil", "baseline"] as const) : (["vigil", "vs", "baseline"] as const)) {
+    for (const k of r.o.clients) {
       const runs = r.runs.filter((x) => x.server === server && x.clients === k);
       const per = runs.map((x) => mean(x.perClient));
       const minPer = runs.map((x) => Math.min(...x.perClient));
@@ -385,12 +448,12 @@ function render(r: Results): string {
       const cmd = runs.map((x) => x.commandsPerSec);
       const base = r.runs.filter((x) => x.server === "baseline" && x.clients === k).map((x) => x.total);
       rows.push([
-        server === "vigil" ? "`vigil serve`" : "baseline",
+        server === "vigil" ? "`vigil serve`" : server === "vs" ? "`vigil serve` (--vs)" : "baseline",
         String(k),
         `${fmt(median(per))} (${fmt(Math.min(...per))}–${fmt(Math.max(...per))})`,
         fmt(median(minPer)),
         `${fmt(median(tot))} (${fmt(Math.min(...tot))}–${fmt(Math.max(...tot))})`,
-        server === "vigil" ? `${fmt((median(tot) / median(base)) * 100)} %` : "—",
+        server !== "baseline" ? `${fmt((median(tot) / median(base)) * 100)} %` : "—",
         fmt(median(cmd)),
         fmt(median(runs.map((x) => x.serverCpuPerKFrames)), 1),
         `${fmt(median(runs.map((x) => x.serverCpuShare)) * 100)} %`,
@@ -408,6 +471,15 @@ function render(r: Results): string {
     ),
     "",
   );
+  const tg = targets(r);
+  L.push("**Targets (issue 16)**", "", ...table(["target", "measured", "result"], tg.map((t) => [t.name, t.measured, verdict(t.met)]), ["l", "l", "l"]), "");
+  if (r.mem.length === 3) renderMemory(r, L);
+  L.push("<!-- bench:serve end -->");
+  return L.join("\n");
+}
+
+/** The memory table and the reading of a full run (both client counts and the memory phase). */
+function renderMemory(r: Results, L: string[]): void {
   const m0 = r.mem[0]!.m;
   const m1 = r.mem[1]!.m;
   const m100 = r.mem[2]!.m;
@@ -437,8 +509,6 @@ function render(r: Results): string {
     `- Every daemon stopped on SIGTERM with exit ${r.fanExit} (fan-out) and ${r.memExit} (memory).`,
     "",
   );
-  L.push("<!-- bench:serve end -->");
-  return L.join("\n");
 }
 
 function textSummary(r: Results): string {
@@ -449,6 +519,13 @@ function textSummary(r: Results): string {
     );
   }
   for (const m of r.mem) out.push(`  ${m.label.padEnd(44)} VmRSS ${mib(m.m.rssKiB)} MiB  VmHWM ${mib(m.m.hwmKiB)} MiB  fds ${m.m.fds}`);
+  const tg = targets(r);
+  if (tg.length > 0) {
+    out.push("", "Targets (issue 16)");
+    const w = Math.max(...tg.map((t) => t.name.length));
+    const mw = Math.max(...tg.map((t) => t.measured.length));
+    for (const t of tg) out.push(`  ${t.name.padEnd(w)}  ${t.measured.padEnd(mw)}  ${verdict(t.met).replace(/\*/g, "")}`);
+  }
   return out.join("\n");
 }
 
@@ -457,10 +534,7 @@ function textSummary(r: Results): string {
 
 async function main(): Promise<number> {
   const o = parseOptions(process.argv.slice(2));
-  if (!existsSync(VIGIL)) {
-    process.stderr.write("bench: dist/vigil is missing; build it first (bun scripts/build.ts --host)\n");
-    return 2;
-  }
+  if (!vigilPresent()) return 2;
   const runDone = exitUnlessDoneWithin(DEADLINE_MS);
   const began = performance.now();
   const loadStart = loadavg()[0]!.toFixed(2);
@@ -471,12 +545,16 @@ async function main(): Promise<number> {
   const config = writeConfig(tempRoot, mockUrl);
 
   // (b) first, on a fresh daemon and a quiet machine.
-  process.stderr.write("memory: 0, 1, 100 idle sessions…\n");
-  const mem = await idleMemory(config, join(tempRoot, "state-mem"));
+  let mem: Awaited<ReturnType<typeof idleMemory>> = { rows: [], exit: null, openMs: Number.NaN };
+  if (o.memory) {
+    process.stderr.write("memory: 0, 1, 100 idle sessions…\n");
+    mem = await idleMemory(config, join(tempRoot, "state-mem"));
+  }
 
   // (a)
-  const vigil = await startDaemon(config, join(tempRoot, "state-fan"));
+  const vigil = await startDaemon(config, join(tempRoot, "state-fan"), o.profile);
   const baseline = await startBaseline();
+  const vs = o.vs === null ? null : await startDaemon(config, join(tempRoot, "state-vs"), null, o.vs);
   // The chain works end to end: one prompt answered by the mock model, seen on SSE.
   const probe = new SseClient(`${vigil.base}/v1/sessions/probe/frames`, false);
   await post(vigil.base, "probe", { type: "prompt", id: "p1", message: "hello" });
@@ -484,7 +562,7 @@ async function main(): Promise<number> {
   probe.close();
 
   const setups: [Server, number][] = [];
-  for (const s of [vigil, baseline]) for (const k of CLIENT_COUNTS) setups.push([s, k]);
+  for (const s of vs === null ? [vigil, baseline] : [vigil, vs, baseline]) for (const k of o.clients) setups.push([s, k]);
   const runs: FanRun[] = [];
   for (let round = 1; round <= o.rounds; round++) {
     for (let i = 0; i < setups.length; i++) {
@@ -496,6 +574,7 @@ async function main(): Promise<number> {
   }
   const fanExit = await stop(vigil.child);
   await stop(baseline.child);
+  if (vs !== null) await stop(vs.child);
   await stop(mock);
   runDone();
 

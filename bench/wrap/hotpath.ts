@@ -40,6 +40,8 @@ import { ProxyState } from "../../src/wrap/proxy-state.ts";
 import { relayServerFrames } from "../../src/wrap/server-relay.ts";
 import { scanServerFrame } from "../../src/wrap/server-frames.ts";
 import { SessionEvidence } from "../../src/wrap/session-evidence.ts";
+import { largeLineRows } from "./hotpath-large.ts";
+import { clientAllocRows } from "./hotpath-alloc.ts";
 
 const ROOT = resolve(import.meta.dir, "../..");
 const MiB = 1024 * 1024;
@@ -252,6 +254,46 @@ async function chainRows(dir: string, signer: Signer): Promise<{ perRecord: [str
   return { perRecord, perCheckpoint };
 }
 
+/**
+ * Issue 16: the decision records of one client read, written one write(2) each (as the relay did
+ * before: DecisionRecorder.record per tools/call) against one write for the read
+ * (DecisionRecorder.recordBatch, what client-relay.ts settle() does now), over real chained log
+ * files, at 1, 16 and 64 calls per read (a sequential client, and the pipelined reads of
+ * run.ts's throughput phase). Alternating rounds, process CPU time (user + system: the write(2)
+ * is kernel time) per record; median of the rounds.
+ */
+async function batchRows(dir: string): Promise<[string, number, number][]> {
+  let k = 0;
+  const recorder = () =>
+    new DecisionRecorder(
+      new ChainedLog(EvidenceLog.createNew(join(dir, `batch-${k++}.ndjson`)), "decisions.ndjson", { count: 0, head: chainAnchor(SOURCE, SESSION, "decisions.ndjson") }),
+      SOURCE,
+      null,
+      false,
+    );
+  const rows: [string, number, number][] = [];
+  for (const perRead of [1, 16, 64]) {
+    const before = recorder();
+    const now = recorder();
+    const read = Array.from({ length: perRead }, () => FIELDS);
+    const reads = Math.ceil(10_000 / perRead);
+    const samples = { before: [] as number[], now: [] as number[] };
+    for (let r = 0; r < 12; r++) {
+      for (const which of r % 2 ? (["before", "now"] as const) : (["now", "before"] as const)) {
+        const c0 = process.cpuUsage();
+        if (which === "before") for (let i = 0; i < reads; i++) for (const f of read) before.record(SESSION, "bench", f);
+        else for (let i = 0; i < reads; i++) now.recordBatch(SESSION, "bench", read);
+        const c = process.cpuUsage(c0);
+        // The first two rounds warm both up.
+        if (r >= 2) samples[which].push((c.user + c.system) / (reads * perRead));
+      }
+    }
+    const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
+    rows.push([`${perRead} tools/call per read`, med(samples.before), med(samples.now)]);
+  }
+  return rows;
+}
+
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "vigil-hotpath-"));
   const rows: Row[] = [];
@@ -342,6 +384,7 @@ async function main(): Promise<void> {
     }
 
     const chainCost = await chainRows(dir, signer);
+    const batched = await batchRows(dir);
     const signedTrips = await signedRoundTrips(dir, signer, texts.small);
 
     // 8 MiB results.
@@ -386,7 +429,16 @@ async function main(): Promise<void> {
       bigRows.push([`whole path: splitter + relayClientFrames + relayServerFrames (allow-all+log); RSS +${((process.memoryUsage().rss - rssBefore) / MiB).toFixed(0)} MiB over 40 calls`, us]);
     }
 
+    const held = await largeLineRows();
+    const alloc = await clientAllocRows(
+      (["allow-all+log", "policy+log"] as const).map((kind) => ({ name: `relayClientFrames (${kind})`, makeState: () => harness(dir, kind) })),
+      (n) => oneFrame(enc.encode(echoRequest(n, texts.small))),
+    );
     const w0 = Math.max(...rows.map((r) => r[0].length));
+    const allocLines = alloc.flatMap((r) => [
+      `  ${r.name.padEnd(w0 - 2)}  ${r.usBefore.toFixed(2).padStart(8)}  ${r.usNow.toFixed(2).padStart(8)}  ${r.cellsBefore.toFixed(1).padStart(8)}  ${r.cellsNow.toFixed(1).padStart(8)}`,
+      ...r.kinds.map(([kind, b, a]) => `      ${kind.padEnd(w0 - 6)}  ${"".padStart(8)}  ${"".padStart(8)}  ${b.toFixed(1).padStart(8)}  ${a.toFixed(1).padStart(8)}`),
+    ]);
     const lines = [
       `Hot path of vigil wrap, in process (µs per message; median of 5 batches) — Bun ${Bun.version}`,
       "",
@@ -395,6 +447,8 @@ async function main(): Promise<void> {
       "",
       "8 MiB tools/call result (ms per message)",
       ...bigRows.map(([name, us]) => `  ${name.padEnd(w0)}  ${(us / 1000).toFixed(2).padStart(8)}`),
+      "8 MiB lines held across reads (hotpath-large.ts): ms CPU per message (all threads), RSS peak growth within 10 (MiB)",
+      ...held.map(([name, ms, rss]) => `  ${name.padEnd(w0)}  ${ms.toFixed(2).padStart(8)}  ${`+${rss.toFixed(1)}`.padStart(8)}`),
       "",
       "Hash chain and signed checkpoints, per decision record (µs; log files in the temp dir)",
       ...chainCost.perRecord.map(([name, us]) => `  ${name.padEnd(w0)}  ${us.toFixed(2).padStart(8)}`),
@@ -403,6 +457,12 @@ async function main(): Promise<void> {
       "",
       "Round trips (~110 B) of a capture session with and without a key, each timed alone, 10 alternating blocks of 5,000 (µs): p50, p99, mean",
       ...signedTrips.map(([name, p50, p99, mean]) => `  ${name.padEnd(w0)}  ${p50.toFixed(2).padStart(8)}  ${p99.toFixed(2).padStart(8)}  ${mean.toFixed(2).padStart(8)}`),
+      "",
+      "Decision records of one client read (issue 16), chained log files, process CPU µs per record: one write(2) per record (before) / one per read (now)",
+      ...batched.map(([name, before, now]) => `  ${name.padEnd(w0)}  ${before.toFixed(2).padStart(8)}  ${now.toFixed(2).padStart(8)}`),
+      "",
+      "Garbage per ~110 B tools/call request, client relay before / now (issue 16, p99 tail; hotpath-alloc.ts): CPU µs (median of 10 alternating blocks of 5,000), then JS heap cells allocated (by kind where they differ)",
+      ...allocLines,
     ];
     process.stdout.write(`${lines.join("\n")}\n`);
     if (process.argv.includes("--markdown")) {
@@ -418,6 +478,10 @@ async function main(): Promise<void> {
         "| --- | ---: |",
         ...bigRows.map(([name, us]) => `| ${name} | ${(us / 1000).toFixed(2)} |`),
         "",
+        "| 8 MiB line held across reads (hotpath-large.ts) | ms CPU per message | RSS peak growth within 10 (MiB) |",
+        "| --- | ---: | ---: |",
+        ...held.map(([name, ms, rss]) => `| ${name} | ${ms.toFixed(2)} | +${rss.toFixed(1)} |`),
+        "",
         "| hash chain and signed checkpoints, per decision record (log files in the temp dir) | µs |",
         "| --- | ---: |",
         ...chainCost.perRecord.map(([name, us]) => `| ${name.replace(/^ +/, (m) => "&nbsp;".repeat(m.length * 2))} | ${us.toFixed(2)} |`),
@@ -430,6 +494,17 @@ async function main(): Promise<void> {
         "| --- | ---: | ---: | ---: |",
         ...signedTrips.map(([name, p50, p99, mean]) => `| ${name} | ${p50.toFixed(2)} | ${p99.toFixed(2)} | ${mean.toFixed(2)} |`),
         "",
+        "| decision records of one client read (issue 16), process CPU µs per record | one write(2) per record (before) | one per read (now) |",
+        "| --- | ---: | ---: |",
+        ...batched.map(([name, before, now]) => `| ${name} | ${before.toFixed(2)} | ${now.toFixed(2)} |`),
+        "",
+        "| client relay per ~110 B tools/call (issue 16, p99 tail) | CPU µs before | now | JS cells before | now |",
+        "| --- | ---: | ---: | ---: | ---: |",
+        ...alloc.flatMap((r) => [
+          `| ${r.name} | ${r.usBefore.toFixed(2)} | ${r.usNow.toFixed(2)} | ${r.cellsBefore.toFixed(1)} | ${r.cellsNow.toFixed(1)} |`,
+          ...r.kinds.map(([kind, b, a]) => `| &nbsp;&nbsp;${kind} | | | ${b.toFixed(1)} | ${a.toFixed(1)} |`),
+        ]),
+        "",
       ].join("\n");
       process.stdout.write(md);
     }
@@ -439,8 +514,8 @@ async function main(): Promise<void> {
 }
 
 const deadline = setTimeout(() => {
-  process.stderr.write("hotpath: did not finish within 120 s\n");
+  process.stderr.write("hotpath: did not finish within 180 s\n");
   process.exit(1);
-}, 120_000);
+}, 180_000);
 await main();
 clearTimeout(deadline);

@@ -29,7 +29,7 @@ import type { EventsFrame, McpEventStatusDetail } from "./frames.ts";
 import { modelAvailableFrame, modelUnavailableFrame } from "./model-status.ts";
 import { type FaultReport, type InjectResult, type Injection, MODEL_UNAVAILABLE, type ReceivedListener, type RunSettled, type SessionState } from "./ports.ts";
 import { DeliverySpans } from "./delivery-span.ts";
-import { type BatchEntry, fitBatch, renderBatch } from "./rules/batch-text.ts";
+import { type BatchEntry, fitBatch, renderFitted } from "./rules/batch-text.ts";
 import type { EventsStore } from "./store/events-store.ts";
 import type { PendingEntry } from "./types.ts";
 
@@ -62,6 +62,14 @@ export class Coalescer {
   private outages = 0;
   private holdUntil = Number.NEGATIVE_INFINITY;
   private lastInjectAt = Number.NEGATIVE_INFINITY;
+  /**
+   * What this coalescer's own commits have made durable: every entry up to `durableThrough` (a
+   * commit called after it was added resolved), and the attempts counts up to `attemptsGen`
+   * (counted by `settled`). A batch within both needs no commit of its own before it is injected.
+   */
+  private durableThrough = 0;
+  private attemptsGen = 0;
+  private attemptsDurableGen = 0;
   private timer: TimerHandle | null = null;
   private firing = false;
   private stopped = false;
@@ -116,7 +124,8 @@ export class Coalescer {
     if (this.session.name !== undefined) throwAtSessionSeam(this.session.name, "coalescer_fire");
     const chosen = chooseBatch(this.store, this.inBatch, this.session.state === "idle");
     // Only what fits the session's model context goes in (issue 12 item A); the rest is the next batch.
-    const fit = fitBatch(chosen.map(batchEntry), this.session.injectionMaxBytes ?? Number.POSITIVE_INFINITY);
+    const entries = chosen.map(batchEntry);
+    const fit = fitBatch(entries, this.session.injectionMaxBytes ?? Number.POSITIVE_INFINITY);
     const batch = chosen.slice(0, fit.count);
     // Follow-ups wait for the run in flight; its settlement kicks again.
     if (batch.length === 0) return;
@@ -125,7 +134,12 @@ export class Coalescer {
     for (const s of seqs) this.inBatch.add(s);
     this.firing = true;
     try {
-      await this.store.commit();
+      // The model only ever sees durable events (and durable attempts counts, so the bound holds
+      // across a crash). Entries a commit already covered need no second one: waiting here for the
+      // previous batch's `done` records to sync would only stall the next batch behind them.
+      // Either way the injection happens after an await, never inside the call that fired.
+      if (Math.max(...seqs) > this.durableThrough || this.attemptsGen !== this.attemptsDurableGen) await this.commit();
+      else await Promise.resolve();
     } catch (e) {
       for (const s of seqs) this.inBatch.delete(s);
       logLine(`serve: events: could not store pending events before injecting them (retrying): ${errorMessage(e)}`, { level: "warn", session: this.session.name, code: "events_store_failed" });
@@ -142,7 +156,8 @@ export class Coalescer {
     }
     const id = ++batchCounter;
     const tag = `mcp_events:${id}`;
-    const text = renderBatch(id, batch.map(batchEntry), fit.payloadMaxBytes);
+    // The texts fitBatch rendered are the batch's (renderBatch would render the same again).
+    const text = renderFitted(id, entries.slice(0, fit.count), fit.texts);
     try {
       this.session.inject({ tag, text, behavior });
     } catch {
@@ -167,7 +182,10 @@ export class Coalescer {
     // after its last turn): nothing to count either; it goes into the next run.
     const unseen = report.succeeded;
     const verdict = judgeReturned(this.take(report.returned), (seq) => this.store.attemptsOf(seq), unavailable || closing || unseen);
-    if (verdict.counted.size > 0) this.store.setAttempts(verdict.counted);
+    if (verdict.counted.size > 0) {
+      this.store.setAttempts(verdict.counted);
+      this.attemptsGen++;
+    }
     const drops: { seq: number; attempts: number }[] = [];
     for (const seq of verdict.dropped) {
       const entry = this.store.pending().find((e) => e.seq === seq);
@@ -231,8 +249,17 @@ export class Coalescer {
     }
   }
 
+  /** A store commit; once it resolved, what it covered is known durable (see `durableThrough`). */
+  private async commit(): Promise<void> {
+    const through = this.store.newestSeq;
+    const attempts = this.attemptsGen;
+    await this.store.commit();
+    this.durableThrough = Math.max(this.durableThrough, through);
+    this.attemptsDurableGen = Math.max(this.attemptsDurableGen, attempts);
+  }
+
   private commitNow(): void {
-    this.store.commit().catch((e) => logLine(`serve: events: could not record delivered events or attempts (they may be injected again): ${errorMessage(e)}`, { level: "warn", session: this.session.name, code: "events_store_failed" }));
+    this.commit().catch((e) => logLine(`serve: events: could not record delivered events or attempts (they may be injected again): ${errorMessage(e)}`, { level: "warn", session: this.session.name, code: "events_store_failed" }));
   }
 }
 

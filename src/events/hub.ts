@@ -14,6 +14,7 @@ import { errorMessage } from "../shared/errors.ts";
 import { logLine } from "../shared/log.ts";
 import { within } from "../shared/time.ts";
 import { Coalescer } from "./coalescer.ts";
+import { FrameHold } from "./frame-hold.ts";
 import { type McpEventOccurrence, type McpEventStatusDetail, mcpEventFrame, mcpEventStatusFrame } from "./frames.ts";
 import { type HubCommandContext, type SubscriptionRegistry, answerEventsCommand } from "./hub-commands.ts";
 import { HubWebhooks, pendingEventIds, seededWindow } from "./hub-webhook.ts";
@@ -45,6 +46,7 @@ export class EventsHub implements SubscriptionHost {
   private readonly webhooks: HubWebhooks;
   /** eventIds still pending at open, by key: added to each window when its subscription first starts. */
   private readonly pendingIds: Map<string, string[]>;
+  private readonly frames: FrameHold; // every frame of this hub goes through it (frame-hold.ts)
 
   private constructor(
     readonly session: EventsSession,
@@ -55,8 +57,9 @@ export class EventsHub implements SubscriptionHost {
     /** The session's containment boundary: what escapes this hub's own async roots goes there. */
     private readonly onFault: FaultReport,
   ) {
+    this.frames = new FrameHold(session);
     this.coalescer = new Coalescer(session, store, services.tuning.coalesceMs, (entry, detail) => {
-      session.emit(mcpEventStatusFrame({ server: entry.server, name: entry.name, arguments: entry.arguments }, detail));
+      this.frames.emit(mcpEventStatusFrame({ server: entry.server, name: entry.name, arguments: entry.arguments }, detail));
     }, undefined, services.tuning.modelBackoffCapMs, onFault);
     // A response frame answers a client's command: the runtime-subscription TTL runs from the last one.
     this.offFrames = session.subscribe((frame) => {
@@ -108,17 +111,11 @@ export class EventsHub implements SubscriptionHost {
     return this.store.ledger;
   }
 
-  get tuning(): EventsTuning {
-    return this.services.tuning;
-  }
-
-  get webhook(): WebhookAbility {
-    return this.services.webhook;
-  }
-
-  wire(server: string): ServerEvents {
-    return this.services.wire(server);
-  }
+  get tuning(): EventsTuning { return this.services.tuning; }
+  get webhook(): WebhookAbility { return this.services.webhook; }
+  wire(server: string): ServerEvents { return this.services.wire(server); }
+  /** A poll page or run slice: its frames go to the session together when released (frame-hold.ts). */
+  holdFrames(): () => void { return this.frames.hold(); }
 
   /** The reaper must leave this session alone: a live subscription, one still trying, or pending events. */
   keepsAlive(): boolean {
@@ -166,7 +163,7 @@ export class EventsHub implements SubscriptionHost {
     this.dirty.add(sub);
     sub.delivered++;
     const { server, name, arguments: args, action } = spec;
-    this.session.emit(mcpEventFrame({ server, name, arguments: args, delivery, action, event: event as McpEventOccurrence }));
+    this.frames.emit(mcpEventFrame({ server, name, arguments: args, delivery, action, event: event as McpEventOccurrence }));
     return "new";
   }
 
@@ -226,7 +223,7 @@ export class EventsHub implements SubscriptionHost {
   }
 
   status(sub: HostedSubscription, detail: McpEventStatusDetail): void {
-    this.session.emit(mcpEventStatusFrame({ server: sub.spec.server, name: sub.spec.name, arguments: sub.spec.arguments }, detail));
+    this.frames.emit(mcpEventStatusFrame({ server: sub.spec.server, name: sub.spec.name, arguments: sub.spec.arguments }, detail));
   }
 
   commit(): Promise<void> {

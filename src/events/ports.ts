@@ -80,6 +80,8 @@ export interface EventsSession {
   onReceived(listener: ReceivedListener): () => void;
   /** Stores and sends a frame; its seq, or null once closed. */
   emit(frame: EventsFrame): number | null;
+  /** Frames that arrived together, in order, with one transcript write; per frame its seq or null. */
+  emitMany?(frames: readonly EventsFrame[]): (number | null)[];
   subscribe(listener: FrameSeen): () => void;
   /** null restores the session's own answer (events not enabled). */
   setEventsHandler(handler: EventsCommandHandler | null): void;

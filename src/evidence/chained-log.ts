@@ -8,7 +8,7 @@ import { Chain, type ChainHead } from "./chain.ts";
 import type { EvidenceLog } from "./evidence-log.ts";
 
 export class ChainedLog {
-  private readonly chain: Chain;
+  private chain: Chain;
 
   constructor(
     readonly log: EvidenceLog,
@@ -28,6 +28,33 @@ export class ChainedLog {
     this.chain.advance(line);
     this.onWritten?.();
     return true;
+  }
+
+  /**
+   * Appends events in one write(2) (evidence-log.ts appendBatch); returns how many were written,
+   * in order. Each line's `vigilprev` is the hash of the one before it, so the lines are chained
+   * before the write; the chain then advances over the written ones only, one at a time, telling
+   * `onWritten` after each (a checkpoint due at a record names that record's head).
+   */
+  appendBatch(events: readonly Record<string, unknown>[]): number {
+    // The common case of a sequential client: one call per read.
+    if (events.length <= 1) return events.length === 1 && this.append(events[0]!) ? 1 : 0;
+    const start = this.chain.state;
+    const ahead = Chain.resume(start);
+    const lines: string[] = [];
+    const heads: string[] = [];
+    for (const event of events) {
+      const line = ahead.line(event);
+      ahead.advance(line);
+      lines.push(line);
+      heads.push(ahead.state.head);
+    }
+    const written = this.log.appendBatch(lines);
+    for (let i = 0; i < written; i++) {
+      this.chain = Chain.resume({ count: start.count + i + 1, head: heads[i]! });
+      this.onWritten?.();
+    }
+    return written;
   }
 
   /** Records written and the `vigilprev` of the next one. */

@@ -86,6 +86,53 @@ export class EvidenceLog {
   }
 
   /**
+   * Appends lines in one write(2) (wrap: the decisions of one client read, written before any call
+   * of that read is forwarded), with the accounting of appending them one by one: returns how many
+   * were written whole, in order; the rest are dropped, and a failure poisons the writer as in
+   * `append` (the lines before the one it tore stay written and in the prefix digest). With
+   * syncEachLine, one fdatasync covers the batch; if it fails, the whole batch counts as dropped
+   * (as a line whose sync failed does in `append`).
+   */
+  appendBatch(records: readonly string[]): number {
+    if (records.length <= 1) return records.length === 1 && this.append(records[0]!) ? 1 : 0;
+    if (this.failure !== null || this.fd === null) {
+      this.dropped += records.length;
+      return 0;
+    }
+    const text = `${records.join("\n")}\n`;
+    const bytes = Buffer.from(text);
+    let done = 0;
+    try {
+      while (done < bytes.length) {
+        const n = this.write(bytes, done);
+        if (n === 0) throw Object.assign(new Error(`i/o error, write (${done} of ${bytes.length} bytes written)`), { code: "EIO", syscall: "write" });
+        done += n;
+      }
+    } catch (e) {
+      this.failure = writeErrorText(e, this.path);
+      const whole = wholeLines(bytes, done);
+      this.written += whole.lines;
+      this.bytesWritten += whole.bytes;
+      if (whole.bytes > 0) this.prefix.update(bytes.subarray(0, whole.bytes));
+      this.dropped += records.length - whole.lines;
+      return whole.lines;
+    }
+    if (this.options.syncEachLine) {
+      try {
+        fdatasyncSync(this.fd);
+      } catch (e) {
+        this.failure = writeErrorText(e, this.path);
+        this.dropped += records.length;
+        return 0;
+      }
+    }
+    this.written += records.length;
+    this.bytesWritten += bytes.length;
+    this.prefix.update(bytes);
+    return records.length;
+  }
+
+  /**
    * fdatasync what was written so far (before a checkpoint names it). A failure poisons the writer
    * like a failed write: what it covers may not be durable. False when the writer is poisoned.
    */
@@ -150,4 +197,15 @@ export class EvidenceLog {
     }
     return typeof data === "string" ? writeSync(fd, data) : writeSync(fd, data, offset);
   }
+}
+
+/** The complete lines (each ended by its newline) among the first `done` bytes: how many, and their bytes. */
+function wholeLines(bytes: Uint8Array, done: number): { lines: number; bytes: number } {
+  let lines = 0;
+  let end = 0;
+  for (let i = bytes.indexOf(0x0a); i >= 0 && i < done; i = bytes.indexOf(0x0a, i + 1)) {
+    lines++;
+    end = i + 1;
+  }
+  return { lines, bytes: end };
 }

@@ -24,6 +24,7 @@ import { cappedSseStream } from "./caps/sse-cap.ts";
 import { checkedMaxMessageBytes, envMaxMessageBytes } from "./stdio-config.ts";
 import { OVERSIZED_RESPONSE_CODE } from "./stdio-framing.ts";
 import { ObservedTransport } from "./observed-transport.ts";
+import { ReadGate } from "./read-gate.ts";
 
 export interface HttpConnectionOptions {
   name: string;
@@ -40,11 +41,12 @@ export interface HttpConnectionOptions {
 /** Throws VigilError("config_invalid") for a malformed cap; opens nothing until start(). */
 export function createHttpTransport(options: HttpConnectionOptions): ObservedTransport {
   const maxMessageBytes = checkedMaxMessageBytes(options.maxMessageBytes ?? envMaxMessageBytes());
+  const readGate = new ReadGate();
   const inner = new StreamableHTTPClientTransport(new URL(options.url), {
     requestInit: { headers: { ...(options.headers ?? {}) } },
-    fetch: cappedFetch(cancellableStreams(watchedFetch(options.fetch ?? ((url, init) => fetch(url, init)), options.onConnectionLost)), maxMessageBytes),
+    fetch: gatedStreams(cappedFetch(cancellableStreams(watchedFetch(options.fetch ?? ((url, init) => fetch(url, init)), options.onConnectionLost)), maxMessageBytes), readGate),
   });
-  return new ObservedTransport(inner, { name: options.name, maxMessageBytes });
+  return new ObservedTransport(inner, { name: options.name, maxMessageBytes, readGate });
 }
 
 /**
@@ -99,6 +101,64 @@ export function cappedFetch(base: FetchLike, maxMessageBytes: number): FetchLike
     return new Response(JSON.stringify(errors.length === 1 ? errors[0] : errors), { status: response.status, headers });
   };
 }
+
+/**
+ * Backpressure for `events/stream` over HTTP: the SSE body of an `events/stream` POST is handed to
+ * the SDK one event at a time, pulled (never pushed) and only while the read gate is open (a push
+ * stream is full, read-gate.ts): then the body is not read on and the burst waits in the socket,
+ * on the server's side. The last stage before the SDK's SSE parser, so only the few events its
+ * stages hold are past the gate when it closes.
+ */
+export function gatedStreams(base: FetchLike, gate: ReadGate): FetchLike {
+  return async (url, init) => {
+    const response = await base(url, init);
+    if (!response.ok || response.body === null || init?.method !== "POST") return response;
+    if (!(response.headers.get("content-type") ?? "").includes("text/event-stream")) return response;
+    if (singleMessage(init.body)?.method !== "events/stream") return response;
+    return new Response(gatedBody(response.body, gate), { status: response.status, statusText: response.statusText, headers: response.headers });
+  };
+}
+
+function gatedBody(body: ReadableStream<Uint8Array>, gate: ReadGate): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  let pieces: Uint8Array[] = [];
+  let next = 0;
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        while (next >= pieces.length) {
+          const { value, done } = await reader.read();
+          if (done) return controller.close();
+          pieces = eventPieces(value);
+          next = 0;
+        }
+        const paused = gate.wait();
+        if (paused !== null) await paused;
+        controller.enqueue(pieces[next++]!);
+      },
+      cancel: (reason) => reader.cancel(reason),
+    },
+    { highWaterMark: 0 },
+  );
+}
+
+/** A chunk cut after each blank line (`\n\n`, `\n\r\n`): about one SSE event per piece. Views, no copies. */
+export function eventPieces(chunk: Uint8Array): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  let from = 0;
+  for (let i = chunk.indexOf(LF); i !== -1 && i + 1 < chunk.length; i = chunk.indexOf(LF, i + 1)) {
+    const end = chunk[i + 1] === LF ? i + 2 : chunk[i + 1] === CR && chunk[i + 2] === LF ? i + 3 : -1;
+    if (end === -1) continue;
+    out.push(chunk.subarray(from, end));
+    from = end;
+    i = end - 1;
+  }
+  if (from < chunk.length) out.push(chunk.subarray(from));
+  return out;
+}
+
+const LF = 0x0a;
+const CR = 0x0d;
 
 /** Open `events/stream` POSTs remembered for cancellation (the oldest are forgotten past this). */
 const MAX_CANCELLABLE = 10_000;

@@ -15,12 +15,15 @@ import { standInFromMessage } from "./caps/oversized.ts";
 import { errorMessage } from "../shared/errors.ts";
 import { logLine } from "../shared/log.ts";
 import { OVERSIZED_RESPONSE_CODE, OutstandingRequests } from "./stdio-framing.ts";
+import { ReadGate } from "./read-gate.ts";
 
 export interface ObservedTransportOptions {
   /** The configured server name, for notes. */
   name: string;
   /** Enforce this cap on incoming messages (serialized UTF-8 size); omit when the inner transport holds one. */
   maxMessageBytes?: number;
+  /** The inner transport's read gate (backpressure, read-gate.ts); omitted: a gate nothing reads. */
+  readGate?: ReadGate;
 }
 
 export class ObservedTransport implements Transport {
@@ -37,11 +40,15 @@ export class ObservedTransport implements Transport {
   private oversized = 0;
   private readonly outgoingListeners = new Set<(message: JSONRPCMessage) => void>();
   private readonly incomingListeners = new Set<(message: JSONRPCMessage) => void>();
+  private claimer: ((message: JSONRPCMessage) => boolean) | null = null;
+  /** Push streams hold it while full: the inner transport stops reading (read-gate.ts). */
+  readonly readGate: ReadGate;
 
   constructor(inner: Transport, options: ObservedTransportOptions) {
     this.inner = inner;
     this.name = options.name;
     this.maxMessageBytes = options.maxMessageBytes;
+    this.readGate = options.readGate ?? new ReadGate();
     inner.onmessage = (message, extra) => this.incoming(message, extra);
     inner.onerror = (error) => this.onerror?.(error);
     inner.onclose = () => this.onclose?.();
@@ -86,6 +93,16 @@ export class ObservedTransport implements Transport {
   onIncoming(listener: (message: JSONRPCMessage) => void): () => void {
     this.incomingListeners.add(listener);
     return () => void this.incomingListeners.delete(listener);
+  }
+
+  /**
+   * Takes incoming messages before the Client: a message `claim` returns true for is consumed
+   * there, synchronously, and never reaches the Client. The events client claims its stream
+   * notifications, so each is routed as it is read (the read gate sees a full stream at once) and
+   * skips the SDK's per-message schema checks and microtask. One claimer; null removes it.
+   */
+  setClaimer(claim: ((message: JSONRPCMessage) => boolean) | null): void {
+    this.claimer = claim;
   }
 
   async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
@@ -140,6 +157,7 @@ export class ObservedTransport implements Transport {
     }
     for (const listener of this.incomingListeners) listener(delivered);
     try {
+      if (this.claimer?.(delivered) === true) return;
       this.onmessage?.(delivered, extra);
     } catch (e) {
       this.onerror?.(new Error(`MCP server ${JSON.stringify(this.name)}: message handler failed: ${errorMessage(e)}`));

@@ -196,7 +196,7 @@ export class ServerLink {
         ...(this.o.maxMessageBytes !== undefined ? { maxMessageBytes: this.o.maxMessageBytes } : {}),
         ...(this.o.graceMs !== undefined ? { graceMs: this.o.graceMs } : {}),
       });
-      return { observed: new ObservedTransport(stdio, { name: config.name }), stdio };
+      return { observed: new ObservedTransport(stdio, { name: config.name, readGate: stdio.readGate }), stdio };
     }
     const observed = createHttpTransport({
       name: config.name,

@@ -8,6 +8,7 @@
  */
 import { type JSONRPCMessage, JSONRPCMessageSchema, type RequestId } from "@modelcontextprotocol/sdk/types.js";
 import { standInFromHead } from "./caps/oversized.ts";
+import { asEventsNotification } from "./events-notification-shape.ts";
 import { preview } from "../shared/log.ts";
 import { recoverIdFromHead, recoverIdFromTail } from "../shared/ndjson/message-head.ts";
 import { type Frame, joinParts } from "../shared/ndjson/line-splitter.ts";
@@ -85,6 +86,9 @@ export function decodeServerFrame(frame: Frame, maxMessageBytes: number, outstan
   } catch {
     return { kind: "skipped", reason: "not_json", note: `skipped a non-JSON line on stdout: "${preview(bytes)}"` };
   }
+  // A push burst's lines: decided by a light check that accepts only what the schema accepts.
+  const event = asEventsNotification(value);
+  if (event !== null) return { kind: "message", message: event };
   const parsed = JSONRPCMessageSchema.safeParse(value);
   if (!parsed.success) {
     // No content in the note: a malformed message may still carry tool arguments or results.

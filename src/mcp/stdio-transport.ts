@@ -22,6 +22,7 @@ import { within } from "../shared/time.ts";
 import { type Frame, LineSplitter } from "../shared/ndjson/line-splitter.ts";
 import { checkedGraceMs, checkedMaxMessageBytes, envMaxMessageBytes, envShutdownGraceMs, serverEnvironment } from "./stdio-config.ts";
 import { type LineReader, readLines } from "./line-reader.ts";
+import { ReadGate } from "./read-gate.ts";
 import { OutstandingRequests, decodeServerFrame } from "./stdio-framing.ts";
 import { trackTransport, untrackTransport } from "./stdio-registry.ts";
 import { type StderrForwarder, escapeControls, forwardServerStderr } from "./stdio-stderr.ts";
@@ -77,6 +78,8 @@ export class StdioMcpTransport implements Transport {
   readonly name: string;
   readonly maxMessageBytes: number;
   readonly graceMs: number;
+  /** Held by full push streams: stdout is not read on while it is (line-reader.ts). */
+  readonly readGate = new ReadGate();
   private readonly argv: string[];
   private readonly options: StdioMcpTransportOptions;
   private child: GroupChild | null = null;
@@ -142,7 +145,7 @@ export class StdioMcpTransport implements Transport {
       failed: (e) => this.state === "open" && this.report(`reading its stdout failed: ${errorMessage(e)}`),
       // Without stdout no answer can arrive: a server that closes it has ended the connection.
       ended: () => this.endFromServer(),
-    });
+    }, this.readGate);
     void child.exited.then(() => this.endFromServer());
   }
 

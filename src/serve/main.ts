@@ -13,6 +13,7 @@
  * and exits 70 (last-resort.ts says why).
  */
 import { EXIT } from "../shared/errors.ts";
+import { startLoopBlockProbe } from "../shared/loop-block-probe.ts";
 import { METRICS } from "../shared/metrics/catalog.ts";
 import { DAEMON_ENDING_SIGNALS, ENDING_SIGNALS, RELOAD_SIGNALS, onSignals } from "../shared/signals.ts";
 import { startServeApp } from "./app.ts";
@@ -29,6 +30,8 @@ export type { ServeFlags } from "./flags.ts";
 export async function runServe(flags: ServeFlags): Promise<number> {
   // `--log-format` first, so every refusal from here on (flags, config, state) is in its format.
   useLogFormat(planLogFormat(flags["log-format"]));
+  // A debug knob (off by default): the bench's measure of event-loop blocking.
+  startLoopBlockProbe(process.env);
   const plan = planServe(flags);
   // OTEL_* (issue 15 item 2): refused like a flag (exit 2), before anything starts; traces are off unless set.
   const otel = tracingSettings(process.env);

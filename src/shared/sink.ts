@@ -6,7 +6,10 @@
  */
 import type { FileSink } from "bun";
 
-export function sinkWrite(sink: FileSink, chunk: string | Uint8Array, onError: (e: unknown) => void = () => {}): void {
+/** One handler for callers that pass none (a default `() => {}` would be a new closure per write). */
+const ignoreError = (_e: unknown): void => {};
+
+export function sinkWrite(sink: FileSink, chunk: string | Uint8Array, onError: (e: unknown) => void = ignoreError): void {
   const pending = sink.write(chunk);
   if (typeof pending !== "number") pending.then(undefined, onError);
 }

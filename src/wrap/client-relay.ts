@@ -2,11 +2,13 @@
  * Client → server: strict framing and classification, policy on tools/call, decisions on record
  * before anything is forwarded or answered (wrap.md §2, §5, §10).
  *
- * Per chunk: every frame is decided synchronously (decision records are written in order as they
- * are decided), then the forwarded lines go to the server in as few writes as possible. A line is
- * therefore never forwarded before its decision is on record.
+ * Per chunk: every frame is decided synchronously, the decision records of the chunk's tools/calls
+ * are written in order in one write, and only then do the forwarded lines go to the server, in as
+ * few writes as possible. A line is therefore never forwarded before its decision is on record.
  */
-import { governCall } from "../policy/governed-call.ts";
+import type { DecisionFields } from "../evidence/decision-recorder.ts";
+import type { Decision } from "../policy/decision.ts";
+import { type GovernedCall, governCall } from "../policy/governed-call.ts";
 import { canonicalSha256, sha256Hex } from "../shared/digest.ts";
 import { isRecord } from "../shared/guards.ts";
 import { logLine } from "../shared/log.ts";
@@ -31,14 +33,51 @@ interface OwnReply {
   startedWallMs: number;
 }
 
-/** Handles the frames of one chunk; resolves once forwarded lines and own replies are written. */
-export async function relayClientFrames(state: ProxyState, frames: Frame[]): Promise<void> {
-  const forward: Uint8Array[] = [];
-  const replies: OwnReply[] = [];
+/**
+ * A tools/call decided but not yet on record: the records of one chunk are written together, in
+ * one write, before any line of the chunk is forwarded (fail closed, wrap.md §5).
+ */
+interface HeldCall {
+  msg: Request;
+  tool: string | undefined;
+  request: Uint8Array;
+  call: GovernedCall;
+  startedMs: number;
+  /** Its line's slot in `forward` (held there until the record is written), or -1. */
+  forwardAt: number;
+  /** Its reply's slot in `replies` (filled only if it ends up denied). */
+  replyAt: number;
+}
+
+/** What one chunk sends, in frame order; a slot is null when its frame turned out not to be sent. */
+interface ChunkOut {
+  forward: (Uint8Array | null)[];
+  replies: (OwnReply | null)[];
+  held: HeldCall[];
+  fields: DecisionFields[];
+  /**
+   * Ids of held calls tracked as pending ahead of their record: the first in `firstHeldId`, the
+   * set made only once a chunk holds a second (most chunks hold one call: no Set per message).
+   */
+  firstHeldId: string | null;
+  heldIds: Set<string> | null;
+  /** Slots of `forward` set to null, and of `replies` left null: only then do they need compacting. */
+  nullForward: number;
+  nullReplies: number;
+}
+
+/**
+ * Handles the frames of one chunk; the promise it may return resolves once forwarded lines and own
+ * replies are written. It returns nothing when everything is already written: a sequential call then
+ * costs no promise, async frame or microtask hop of its own (issue 16, the p99 tail: garbage per
+ * message). The order of the writes is the same either way.
+ */
+export function relayClientFrames(state: ProxyState, frames: Frame[]): Promise<void> | undefined {
+  const out: ChunkOut = { forward: [], replies: [], held: [], fields: [], firstHeldId: null, heldIds: null, nullForward: 0, nullReplies: 0 };
   for (const input of frames) {
     if (input.kind === "oversized") {
       const reply = refuseOversized(state, input.head, input.tail, input.length);
-      if (reply) replies.push(reply);
+      if (reply) out.replies.push(reply);
       continue;
     }
     // Client lines are parsed whole; the client-side splitter is not asked for parts anyway.
@@ -48,56 +87,120 @@ export async function relayClientFrames(state: ProxyState, frames: Frame[]): Pro
     const msg = classifyClientLine(frame.bytes);
     if (msg.kind === "request") {
       if (msg.method !== "server/discover") state.evidence.start();
+      // An id reused within the chunk depends on whether the earlier call was forwarded: settle first.
+      if (isHeld(out, msg.idKey)) settle(state, out);
       if (state.pending.has(msg.idKey)) {
         const reply = refuse(state, { kind: "rejected", code: -32600, reason: "request id is already in use", id: msg.id, notification: false }, frame.bytes);
-        if (reply) replies.push(reply);
+        if (reply) out.replies.push(reply);
         continue;
       }
       const tool = msg.method === "tools/call" ? toolName(msg.params) : undefined;
       if (msg.method === "tools/call") {
-        const denied = admitToolCall(state, msg, tool, frame.bytes);
-        if (denied) {
-          replies.push(denied);
-          continue;
-        }
+        admitToolCall(state, out, msg, tool, frame.bytes, frame.withNewline);
+        continue;
       }
       if (msg.method === "initialize") state.evidence.noteHandshake({ client_info: clientInfo(msg.params) });
       state.track(msg.idKey, msg.id, msg.method, tool, frame.bytes);
     } else if (msg.kind === "rejected") {
       const reply = refuse(state, msg, frame.bytes);
-      if (reply) replies.push(reply);
+      if (reply) out.replies.push(reply);
       continue;
     }
-    forward.push(frame.withNewline);
+    out.forward.push(frame.withNewline);
   }
-  if (forward.length > 0) await forwardToServer(state, forward);
-  if (replies.length > 0) await sendOwnReplies(state, replies);
+  settle(state, out);
+  const forward = out.nullForward === 0 ? (out.forward as Uint8Array[]) : out.forward.filter((line) => line !== null);
+  const replies = out.nullReplies === 0 ? (out.replies as OwnReply[]) : out.nullReplies === out.replies.length ? [] : out.replies.filter((reply) => reply !== null);
+  const forwarding = forward.length > 0 ? forwardToServer(state, forward) : undefined;
+  if (forwarding === undefined) return replies.length > 0 ? sendOwnReplies(state, replies) : undefined;
+  return replies.length > 0 ? forwarding.then(() => sendOwnReplies(state, replies)) : forwarding;
 }
 
-/** Evaluates a tools/call and records the decision; returns the deny reply, or null to forward. */
-function admitToolCall(state: ProxyState, msg: Request, tool: string | undefined, line: Uint8Array): OwnReply | null {
+/**
+ * Evaluates a tools/call. With a decision log, the call is held until its record is written
+ * (`settle`); one that would be forwarded is tracked and given its forward slot now, so that the
+ * calls after it are decided as they would be after it (limits consumed, its id in use). Without
+ * one, its decision stands as made.
+ */
+function admitToolCall(state: ProxyState, out: ChunkOut, msg: Request, tool: string | undefined, request: Uint8Array, line: Uint8Array): void {
   const startedMs = performance.now();
   const call = governCall({
     decision: state.policy.evaluate(msg.params),
     evidence: { down: state.evidence.unavailable, onFailure: state.onEvidenceFailure },
     dryRun: state.policy.dryRun,
   });
-  const recorded =
-    !state.evidence.keepsDecisions ||
-    state.evidence.recordDecision({
-      request_id: msg.id,
-      tool: tool ?? null,
-      ...call.record,
-      arguments_sha256: canonicalSha256(toolArguments(msg.params)),
-    });
-  const fate = recorded ? call.ifRecorded : call.ifNotRecorded;
-  if (fate.action === "forward") {
-    state.policy.forwarded();
-    return null;
+  if (!state.evidence.keepsDecisions) {
+    const fate = call.ifRecorded;
+    if (fate.action === "forward") {
+      state.policy.forwarded();
+      state.track(msg.idKey, msg.id, msg.method, tool, request);
+      out.forward.push(line);
+    } else out.replies.push(denyReply(msg, tool, request, fate.decision, startedMs));
+    return;
   }
+  out.fields.push({
+    request_id: msg.id,
+    tool: tool ?? null,
+    decision: call.record.decision,
+    reason_code: call.record.reason_code,
+    reason: call.record.reason,
+    matched_rule: call.record.matched_rule,
+    arguments_sha256: canonicalSha256(toolArguments(msg.params)),
+  });
+  let forwardAt = -1;
+  if (call.ifRecorded.action === "forward" || call.ifNotRecorded.action === "forward") {
+    state.policy.forwarded();
+    state.track(msg.idKey, msg.id, msg.method, tool, request);
+    holdId(out, msg.idKey);
+    forwardAt = out.forward.push(line) - 1;
+  }
+  out.held.push({ msg, tool, request, call, startedMs, forwardAt, replyAt: out.replies.push(null) - 1 });
+}
+
+/**
+ * Writes the records of the held calls in one write and decides their fate: a call whose record
+ * was written goes as decided, one whose record was not goes as its `ifNotRecorded` says (denied
+ * when failing closed). Nothing of the chunk has been sent yet.
+ */
+function settle(state: ProxyState, out: ChunkOut): void {
+  if (out.held.length === 0) return;
+  const written = state.evidence.recordDecisions(out.fields);
+  for (let i = 0; i < out.held.length; i++) {
+    const h = out.held[i]!;
+    const fate = i < written ? h.call.ifRecorded : h.call.ifNotRecorded;
+    if (fate.action === "forward") {
+      // Its reply slot stays empty: compacted away below.
+      out.nullReplies++;
+      continue;
+    }
+    if (h.forwardAt >= 0) {
+      out.forward[h.forwardAt] = null;
+      out.nullForward++;
+      state.pending.delete(h.msg.idKey);
+    }
+    out.replies[h.replyAt] = denyReply(h.msg, h.tool, h.request, fate.decision, h.startedMs);
+  }
+  out.held = [];
+  out.fields = [];
+  out.firstHeldId = null;
+  out.heldIds = null;
+}
+
+function isHeld(out: ChunkOut, idKey: string): boolean {
+  return out.heldIds !== null ? out.heldIds.has(idKey) : out.firstHeldId === idKey;
+}
+
+function holdId(out: ChunkOut, idKey: string): void {
+  if (out.firstHeldId === null) out.firstHeldId = idKey;
+  else (out.heldIds ??= new Set([out.firstHeldId])).add(idKey);
+}
+
+function denyReply(msg: Request, tool: string | undefined, request: Uint8Array, decision: Decision, startedMs: number): OwnReply {
   return {
-    line: denyResultLine(msg.id, tool ?? null, fate.decision),
-    receipt: { id: msg.id, method: msg.method, ...(tool === undefined ? {} : { tool }), request: line, outcome: "denied" },
+    line: denyResultLine(msg.id, tool ?? null, decision),
+    receipt: tool === undefined
+      ? { id: msg.id, method: msg.method, request, outcome: "denied" }
+      : { id: msg.id, method: msg.method, tool, request, outcome: "denied" },
     startedMs,
     startedWallMs: Date.now(),
   };
@@ -138,12 +241,39 @@ async function sendOwnReplies(state: ProxyState, replies: OwnReply[]): Promise<v
   }
 }
 
-async function forwardToServer(state: ProxyState, lines: Uint8Array[]): Promise<void> {
+/**
+ * Writes the lines to the server. Returns a promise only if the pipe did not take everything at once
+ * (a flush that returned a promise): the common sequential call is written with no async hop.
+ */
+function forwardToServer(state: ProxyState, lines: Uint8Array[]): Promise<void> | undefined {
   try {
+    const runs = coalesceRuns(lines);
     let unflushed = 0;
-    for (const run of coalesceRuns(lines)) {
-      sinkWrite(state.serverStdin, run);
-      unflushed += run.byteLength;
+    for (let i = 0; i < runs.length; i++) {
+      sinkWrite(state.serverStdin, runs[i]!);
+      unflushed += runs[i]!.byteLength;
+      if (unflushed >= FLUSH_EVERY_BYTES) {
+        const flushed = state.serverStdin.flush();
+        if (typeof flushed !== "number") return forwardRest(state, flushed, runs, i + 1);
+        unflushed = 0;
+      }
+    }
+    const flushed = state.serverStdin.flush();
+    return typeof flushed === "number" ? undefined : flushed.then(ignore, ignore);
+  } catch {
+    // The server has gone; its exit is handled by the lifecycle, pending requests get errors there.
+    return undefined;
+  }
+}
+
+/** The rest of `forwardToServer` once a flush has to be waited for: the same writes, awaited. */
+async function forwardRest(state: ProxyState, pending: Promise<number>, runs: Uint8Array[], from: number): Promise<void> {
+  try {
+    await pending;
+    let unflushed = 0;
+    for (let i = from; i < runs.length; i++) {
+      sinkWrite(state.serverStdin, runs[i]!);
+      unflushed += runs[i]!.byteLength;
       if (unflushed >= FLUSH_EVERY_BYTES) {
         await state.serverStdin.flush();
         unflushed = 0;
@@ -151,9 +281,11 @@ async function forwardToServer(state: ProxyState, lines: Uint8Array[]): Promise<
     }
     await state.serverStdin.flush();
   } catch {
-    // The server has gone; its exit is handled by the lifecycle, pending requests get errors there.
+    // As above: the server has gone.
   }
 }
+
+function ignore(): void {}
 
 function isBlank(bytes: Uint8Array): boolean {
   for (const b of bytes) if (b !== 0x20 && b !== 0x09 && b !== 0x0d) return false;

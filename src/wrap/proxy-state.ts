@@ -48,17 +48,19 @@ export class ProxyState {
   ) {}
 
   track(idKey: string, id: JsonRpcId, method: string, tool: string | undefined, line: Uint8Array): void {
-    this.pending.set(idKey, {
+    const request: PendingRequest = {
       id,
       method,
-      ...(tool === undefined ? {} : { tool }),
       startedMs: performance.now(),
       startedWallMs: Date.now(),
       // Hashing a large request costs; only receipts need the digest.
       requestSha256: this.evidence.keepsReceipts ? sha256Hex(line) : "",
       requestBytes: line.length,
       inSession: this.evidence.started,
-    });
+    };
+    // Set, not spread: a spread of `{ tool }` is one more object per request (issue 16, garbage per message).
+    if (tool !== undefined) request.tool = tool;
+    this.pending.set(idKey, request);
   }
 
   /** Writes the receipt of a request vigil has answered or seen answered. */

@@ -23,7 +23,8 @@ import type { SessionEnd } from "../evidence/records.ts";
 import { LineWriter } from "../shared/ndjson/line-writer.ts";
 import { relayClientFrames } from "./client-relay.ts";
 import { writeCaptureFiles } from "./capture.ts";
-import { LineSplitter } from "../shared/ndjson/line-splitter.ts";
+import { LineSplitter, OVERSIZED_HEAD_BYTES } from "../shared/ndjson/line-splitter.ts";
+import { BlockPool } from "../shared/ndjson/block-pool.ts";
 import type { WrapOptions } from "./options.ts";
 import { createCaptureDir, planOutputs } from "./output-plan.ts";
 import { openPolicyGate } from "./policy-gate.ts";
@@ -141,7 +142,9 @@ async function finishEnding(
 }
 
 async function pumpServer(state: ProxyState, stdout: ReadableStream<Uint8Array>): Promise<void> {
-  const splitter = new LineSplitter(state.maxMessageBytes, LARGE_LINE_BYTES);
+  // Held lines go into reused blocks: memory stays flat across large results (block-pool.ts).
+  // Each frame is relayed before the next push, which is when the splitter reuses its blocks.
+  const splitter = new LineSplitter(state.maxMessageBytes, LARGE_LINE_BYTES, OVERSIZED_HEAD_BYTES, new BlockPool());
   const reader = stdout.getReader();
   try {
     for (;;) {

@@ -185,6 +185,17 @@ export class SessionEvidence {
     return ok;
   }
 
+  /**
+   * Writes decision records in one write (the tools/calls of one client read); returns how many
+   * were written, in order: the calls of the first `n` are on record, the others are not.
+   */
+  recordDecisions(batch: readonly DecisionFields[]): number {
+    if (!this.decisionLog || !this.decisions || this.sessionId === null) return batch.length;
+    const written = this.decisions.recordBatch(this.sessionId, this.meta.serverId, batch);
+    if (written < batch.length) this.noteFailure("decision log", this.decisionLog);
+    return written;
+  }
+
   recordReceipt(fields: Omit<ReceiptData, "session_id" | "seq">): void {
     if (!this.receipts || !this.receiptChain || this.meta.eventSource === null || this.sessionId === null) return;
     const data: ReceiptData = { session_id: this.sessionId, seq: this.receiptSeq++, ...fields };

@@ -206,19 +206,45 @@ describe("MCP events: push", () => {
     expect(serve.count(isRunEnd)).toBe(2);
   });
 
-  test("a burst that overflows the stream buffer loses nothing", async () => {
+  // A burst far larger than the stream buffer is held back on the server's side (backpressure:
+  // the transport stops reading while the stream is full), not overflowed: one stream, no
+  // overflow → reconnect, every event once. (The overflow itself, the last resort, is unit-tested:
+  // test/unit/events/push-stream-backpressure.test.ts.)
+  test("over http: a burst of 15 times the stream buffer loses nothing and never overflows", async () => {
     const { env, fx, serve } = await httpPush({ VIGIL_EVENTS_STREAM_BUFFER: "4" });
+    const before = await fx.state();
     const burst = await fx.control<{ first_seq: number; last_seq: number }>("emit_burst", { count: 60 });
     expect(burst).toEqual({ first_seq: 1, last_seq: 60 });
     const ids = Array.from({ length: 60 }, (_, i) => `evt-${i + 1}`);
     const delivered = () => ids.filter((id) => serve.count(isEventFrame(id)) > 0).length;
     await waitFor(() => delivered() === 60, { timeoutMs: 20_000, label: "60 event frames" });
     for (const id of ids) expect(serve.count(isEventFrame(id))).toBe(1);
-    expect(serve.frames.some((f) => isStatus("error")(f) && /overflow/.test(String(f.error)))).toBe(true);
+    expect(serve.frames.some((f) => isStatus("error")(f) && /overflow/.test(String(f.error)))).toBe(false);
+    expect((await fx.state()).streams_total).toBe(before.streams_total);
 
     const seen = () => ids.filter((id) => eventIdsSeenByModel(env.model).has(id)).length;
     await waitFor(() => seen() === 60, { timeoutMs: 20_000, label: "all 60 events in model messages" });
     for (const id of ids) expect(runsFor(env.model, inBatch(id))).toBe(1);
+  });
+
+  test("over stdio: a burst of 75 times the stream buffer loses nothing and never overflows", async () => {
+    const entry = eventsFixtureStdio({ cleanups });
+    const env = await eventsEnvironment(cleanups, {
+      fixtureEnv: false,
+      servers: () => [stdioServer(entry, "tickets", [PUSH])],
+      knobs: { VIGIL_EVENTS_STREAM_BUFFER: "4" },
+    });
+    const serve = StdioServe.start(cleanups, env);
+    const fx = await waitControl(entry.controlFile, { cleanups });
+    await serve.until(isStatus("subscribed"));
+    const before = await fx.state();
+    await fx.control("emit_burst", { count: 300 });
+    const ids = Array.from({ length: 300 }, (_, i) => `evt-${i + 1}`);
+    const delivered = () => ids.filter((id) => serve.count(isEventFrame(id)) > 0).length;
+    await waitFor(() => delivered() === 300, { timeoutMs: 20_000, label: "300 event frames" });
+    for (const id of ids) expect(serve.count(isEventFrame(id))).toBe(1);
+    expect(serve.frames.some((f) => isStatus("error")(f) && /overflow/.test(String(f.error)))).toBe(false);
+    expect((await fx.state()).streams_total).toBe(before.streams_total);
   });
 
   test("a schema_changed termination re-discovers, resubscribes, tells the model of the gap, and delivery continues", async () => {

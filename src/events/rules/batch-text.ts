@@ -33,6 +33,14 @@ const RECHECK = "Check the current state with the relevant tools instead of rely
  * over it is cut with a marker saying so: the full occurrence stays in its `mcp_event` frame.
  */
 export function renderBatch(batchId: number, entries: BatchEntry[], payloadMaxBytes = MAX_PAYLOAD_TEXT_BYTES): string {
+  return renderFitted(batchId, entries, entries.map((e) => entryText(e, payloadMaxBytes)));
+}
+
+/**
+ * The batch's text from its entries' texts as `fitBatch` rendered them (`texts[i]` is entry i's
+ * at the batch's payload bound): the same text as `renderBatch`, without rendering each event twice.
+ */
+export function renderFitted(batchId: number, entries: readonly BatchEntry[], texts: readonly string[]): string {
   const events = entries.filter((e) => !isGap(e.event)).length;
   const gaps = entries.length - events;
   let headline = `[MCP events · batch ${batchId}] ${events} ${events === 1 ? "event" : "events"} arrived from MCP servers this session is subscribed to.`;
@@ -50,7 +58,7 @@ export function renderBatch(batchId: number, entries: BatchEntry[], payloadMaxBy
   }
   if (instructionLines.length > 0) lines.push("", ...instructionLines);
 
-  for (const entry of entries) lines.push("", entryText(entry, payloadMaxBytes));
+  for (const text of texts) lines.push("", text);
   return lines.join("\n");
 }
 
@@ -59,28 +67,35 @@ export function renderBatch(batchId: number, entries: BatchEntry[], payloadMaxBy
  * and the payload bound that makes a single large event fit (issue 12 item A): a batch that does
  * not fit is split, an event too large for a batch is cut, and none is ever undeliverable.
  */
-export function fitBatch(entries: BatchEntry[], maxBytes: number): { count: number; payloadMaxBytes: number } {
-  if (entries.length === 0) return { count: 0, payloadMaxBytes: MAX_PAYLOAD_TEXT_BYTES };
+export function fitBatch(entries: BatchEntry[], maxBytes: number): { count: number; payloadMaxBytes: number; texts: string[] } {
+  if (entries.length === 0) return { count: 0, payloadMaxBytes: MAX_PAYLOAD_TEXT_BYTES, texts: [] };
   // The headline's counts and the gap phrase vary by a few bytes: the slack covers them.
-  const room = Math.max(0, maxBytes - sentBytes(renderBatch(0, [])) - 128);
+  emptyBatchBytes ??= sentBytes(renderBatch(0, []));
+  const room = Math.max(0, maxBytes - emptyBatchBytes - 128);
   let payloadMaxBytes = Math.max(256, Math.min(MAX_PAYLOAD_TEXT_BYTES, room));
-  const first = entryCost(entries[0]!, payloadMaxBytes, new Set());
+  const firstText = entryText(entries[0]!, payloadMaxBytes);
+  const first = entryCost(entries[0]!, firstText, new Set());
   // JSON escaping makes a payload longer on the wire than its bound: shrink the bound once to fit.
-  if (first > room) payloadMaxBytes = Math.max(256, Math.floor(payloadMaxBytes * (room / first) * 0.95));
+  const shrunk = first > room;
+  if (shrunk) payloadMaxBytes = Math.max(256, Math.floor(payloadMaxBytes * (room / first) * 0.95));
   const seen = new Set<string>();
+  const texts: string[] = [];
   let used = 0;
-  let count = 0;
   for (const entry of entries) {
-    used += entryCost(entry, payloadMaxBytes, seen);
-    if (count > 0 && used > room) break;
-    count++;
+    const text = texts.length === 0 && !shrunk ? firstText : entryText(entry, payloadMaxBytes);
+    used += entryCost(entry, text, seen);
+    if (texts.length > 0 && used > room) break;
+    texts.push(text);
   }
-  return { count, payloadMaxBytes };
+  return { count: texts.length, payloadMaxBytes, texts };
 }
 
+/** What the fixed parts of a batch (headline, preamble) take, measured once. */
+let emptyBatchBytes: number | undefined;
+
 /** What one entry adds to a batch: its text, and its subscription's instructions the first time. */
-function entryCost(entry: BatchEntry, payloadMaxBytes: number, seen: Set<string>): number {
-  let bytes = sentBytes(entryText(entry, payloadMaxBytes)) + 2;
+function entryCost(entry: BatchEntry, text: string, seen: Set<string>): number {
+  let bytes = sentBytes(text) + 2;
   const key = `${entry.server}\0${entry.name}`;
   if (typeof entry.instructions === "string" && entry.instructions.trim() !== "" && !seen.has(key)) {
     if (seen.size === 0) bytes += 2;
@@ -153,8 +168,13 @@ function occurrenceText({ server, name, arguments: args, event }: BatchEntry, pa
 /** A double-quoted attribute value: no quote, no angle bracket, no line break can survive. */
 function attribute(value: unknown): string {
   const text = typeof value === "string" ? value : typeof value === "number" ? String(value) : "";
+  // Most values (ids, timestamps, names) have nothing to remove: one test instead of two replaces.
+  if (!ATTRIBUTE_UNSAFE.test(text)) return text;
   return stripControls(text).replace(/["<>]/g, "");
 }
+
+/** Any character `attribute` removes: a control, a line separator, a quote or an angle bracket. */
+const ATTRIBUTE_UNSAFE = /["<>\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
 
 function argumentsAttribute(args: Record<string, unknown>): string {
   let json: string;

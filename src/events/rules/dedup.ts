@@ -7,7 +7,13 @@
 export const DEDUP_CAPACITY = 1024;
 
 export class DedupWindow {
+  /**
+   * The ids oldest first, as a ring once full: `start` is the oldest. Evicting is then one slot
+   * overwritten, not a shift of the whole array on every event (issue 16: a full window of 1,024
+   * moved 1,024 slots per accepted event).
+   */
   private readonly order: string[] = [];
+  private start = 0;
   private readonly ids = new Set<string>();
   private readonly capacity: number;
 
@@ -25,9 +31,13 @@ export class DedupWindow {
   add(id: string): void {
     if (this.ids.has(id)) return;
     this.ids.add(id);
-    this.order.push(id);
-    // Shift is O(n) on a plain array; the window is small and the cost stays bounded by capacity.
-    while (this.order.length > this.capacity) this.ids.delete(this.order.shift()!);
+    if (this.order.length < this.capacity) {
+      this.order.push(id);
+      return;
+    }
+    this.ids.delete(this.order[this.start]!);
+    this.order[this.start] = id;
+    this.start = (this.start + 1) % this.capacity;
   }
 
   get size(): number {
@@ -36,6 +46,6 @@ export class DedupWindow {
 
   /** Oldest first, ready to persist and to hand back to the constructor. */
   toArray(): string[] {
-    return [...this.order];
+    return this.start === 0 ? this.order.slice() : this.order.slice(this.start).concat(this.order.slice(0, this.start));
   }
 }

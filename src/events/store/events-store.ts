@@ -29,6 +29,7 @@ import { LogFile, type WriteCounters } from "./log-file.ts";
 import { type Arrival, type ArrivalFacts, type DoneOutcome, EventLedger } from "./ledger.ts";
 import { backlogCap, type EventsStoreOptions, type LoadedState, loadState } from "./load.ts";
 import { applyAttempts, asEntry, type LiveEntry, liveEntry, logPath, serializeAdd, serializeDone } from "./pending-log.ts";
+import { NOT_PLAIN, plainJsonCopy } from "./json-copy.ts";
 import { cloneRecord, copyRecord, keyProblem, readSnapshotFile, SNAPSHOT_LIMITS, type ServerKeysData, serverKeysProblem } from "./snapshot.ts";
 import { type SnapshotData, type SubscriptionRecord, serializeSnapshot, snapshotPath } from "./snapshot.ts";
 import { EventsMeter } from "../metrics.ts";
@@ -138,8 +139,9 @@ export class EventsStore {
     let entry: PendingEntry | null;
     try {
       line = serializeAdd(draft);
-      // The stored entry is the line read back: a private copy, exactly what a reload would yield.
-      entry = asEntry((JSON.parse(line) as { add: unknown }).add);
+      // A private copy, exactly what a reload (the line read back) yields; plain data without the parse (json-copy.ts).
+      const copied = plainJsonCopy(draft);
+      entry = asEntry(copied !== NOT_PLAIN ? copied : (JSON.parse(line) as { add: unknown }).add);
     } catch (e) {
       throw new EventsStoreError("invalid_argument", `pending event cannot be stored: ${errorMessage(e)}`, { cause: e });
     }
@@ -227,6 +229,8 @@ export class EventsStore {
   get pendingCount(): number {
     return this.live.size;
   }
+  /** The seq of the newest entry added (0: none yet): a commit called now covers every entry up to it. */
+  get newestSeq(): number { return this.nextSeq - 1; }
 
   /** Bytes of the live entries' lines (`add`, and `attempts` once counted), newlines included (a freshly compacted log is exactly this long). */
   get pendingBytes(): number {

@@ -219,8 +219,33 @@ export function runtimeSpecProblem(key: string, spec: SubscriptionSpec): string 
 /**
  * A private, validated copy of a record with `recent` trimmed to the newest entries; throws
  * invalid_argument naming the problem (never the value).
+ *
+ * The store takes one per page of events (the dedup window changed, then the cursor moved), and
+ * the window is the bulk of it: up to 1,024 ids, which a JSON round trip and a valibot pass per id
+ * made the top cost of poll ingestion. A string's JSON round trip is the same string, so a window
+ * of strings within the bound is checked and copied by one loop, and only the small rest of the
+ * record takes the schema; a window that fails the loop takes the whole-record path, which names
+ * the problem as before.
  */
 export function copyRecord(record: SubscriptionRecord): SubscriptionRecord {
+  const recent = recentCopy(record.recent);
+  if (recent === null) return copyWholeRecord(record);
+  const copy = copyWholeRecord({ ...record, recent: [] });
+  copy.recent = recent; // the key is already in place: schema order is kept
+  return copy;
+}
+
+/** The newest ids of a window as a private array, or null when it is not an array of strings within the bound. */
+function recentCopy(recent: unknown): string[] | null {
+  if (!Array.isArray(recent)) return null;
+  const out = (recent as unknown[]).slice(-SNAPSHOT_LIMITS.recent);
+  // for…of reads a hole as undefined: refused here, as JSON (null) and the schema would refuse it.
+  for (const id of out) if (typeof id !== "string" || id.length > SNAPSHOT_LIMITS.eventIdChars) return null;
+  return out as string[];
+}
+
+/** copyRecord by the JSON round trip and the schema alone (every field; the problem named). */
+export function copyWholeRecord(record: SubscriptionRecord): SubscriptionRecord {
   let copy: unknown;
   try {
     // A JSON round trip is the copy that matches what a reload yields (undefined keys gone).

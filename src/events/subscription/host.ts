@@ -73,6 +73,12 @@ export interface SubscriptionHost {
   /** A gap: a `gap` status frame, and (unless notify) a notice queued for the model; false when the queue is full. */
   gap(sub: HostedSubscription, notice: GapNotice): boolean;
   status(sub: HostedSubscription, detail: McpEventStatusDetail): void;
+  /**
+   * Holds the frames of `accept`, `gap` and `status` until the returned release (call it before any
+   * await): one poll page's or run slice's frames reach the transcript in one write. Optional: a
+   * host without it sends each frame at once.
+   */
+  holdFrames?(): () => void;
   /** Makes everything accepted so far durable (log, then snapshot). Rejects on a storage failure. */
   commit(): Promise<void>;
   /** Saves the subscription's cursor and dedup window (debounced; the next commit carries it). */

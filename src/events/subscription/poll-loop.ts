@@ -24,6 +24,7 @@ import type { Acceptance, HostedSubscription, SubscriptionHost } from "./host.ts
 import { abortableSleep } from "./sleep.ts";
 
 export const MAX_EVENTS_PER_POLL = 50;
+const noRelease = () => {};
 
 export async function runPoll(host: SubscriptionHost, sub: HostedSubscription, signal: AbortSignal): Promise<void> {
   const wire = host.wire(sub.spec.server);
@@ -64,19 +65,25 @@ export async function runPoll(host: SubscriptionHost, sub: HostedSubscription, s
 
     let fresh = 0;
     let full = false;
-    for (const entry of page.entries) {
-      const r = take(host, sub, entry, page.cursor, receivedMs);
-      if (r === "full") {
-        full = true;
-        break;
+    // The page's frames go to the transcript in one write, before the commit below.
+    const release = host.holdFrames?.() ?? noRelease;
+    try {
+      for (const entry of page.entries) {
+        const r = take(host, sub, entry, page.cursor, receivedMs);
+        if (r === "full") {
+          full = true;
+          break;
+        }
+        if (r === "new") fresh++;
       }
-      if (r === "new") fresh++;
-    }
-    if (!full && page.truncated) {
-      full = !host.gap(sub, { gap: true, cursor: page.cursor, reason: "truncated", eventId: null });
+      if (!full && page.truncated) {
+        full = !host.gap(sub, { gap: true, cursor: page.cursor, reason: "truncated", eventId: null });
+      }
+      if (full) host.status(sub, { kind: "error", error: "the pending queue is full; holding the cursor until the model catches up", retry_in_ms: holdMs });
+    } finally {
+      release();
     }
     if (full) {
-      host.status(sub, { kind: "error", error: "the pending queue is full; holding the cursor until the model catches up", retry_in_ms: holdMs });
       // What the page did fit is queued (and shown to clients): store it now rather than whenever
       // the queue drains. The cursor stays put either way, so a failure here loses nothing.
       await host.commit().catch(() => {});

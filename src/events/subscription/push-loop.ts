@@ -99,11 +99,13 @@ async function consume(
     }
     progress();
     const run = [item.notification, ...stream.drainQueued()];
-    const outcome = handleRun(host, sub, run);
+    const outcome = await handleRunInSlices(host, sub, run);
     try {
       await host.commit();
     } catch (e) {
       host.status(sub, { kind: "error", error: `could not store events (reconnecting from the stored cursor): ${errorMessage(e)}`, retry_in_ms: 1000 });
+      // Closed before the wait: a stream left open would fill and hold its connection's read gate.
+      stream.close();
       await abortableSleep(1000, signal, undefined, scheduler);
       return "now";
     }
@@ -118,81 +120,120 @@ async function consume(
     if (outcome.terminated) throw outcome.terminated;
     if (outcome.full) {
       host.status(sub, { kind: "error", error: "the pending queue is full; reconnecting from the cursor when there is room", retry_in_ms: 1000 });
+      stream.close();
       await abortableSleep(1000, signal, undefined, scheduler);
       return "now";
     }
   }
 }
 
-interface RunOutcome {
+export interface RunOutcome {
   /** The newest non-null cursor among what was accepted (set = something carried one). */
   cursor: { set: boolean; value: string | null };
   full: boolean;
   terminated: EventsTerminated | null;
 }
 
-/** Handles a run of notifications in order, stopping at a full queue or a termination. */
-function handleRun(host: SubscriptionHost, sub: HostedSubscription, run: StreamNotification[]): RunOutcome {
+/** A slice of a run is handled synchronously for at most this many notifications… */
+export const SLICE_EVENTS = 64;
+/** …or this long, then the loop yields a macrotask (timers, I/O, other subscriptions) before the next. */
+export const SLICE_MS = 8;
+
+const nextMacrotask = () => new Promise<void>((resolve) => setImmediate(resolve));
+const noRelease = () => {};
+
+/**
+ * Handles a run of notifications in order, stopping at a full queue or a termination, in slices
+ * that yield to the event loop: a run of hundreds must not block the daemon for its whole length.
+ * Nothing is committed or acknowledged in between (the caller commits once, then moves the cursor).
+ */
+export async function handleRunInSlices(host: SubscriptionHost, sub: HostedSubscription, run: StreamNotification[]): Promise<RunOutcome> {
   const out: RunOutcome = { cursor: { set: false, value: null }, full: false, terminated: null };
+  let sliceStart = performance.now();
+  let inSlice = 0;
+  // A slice's frames go to the transcript in one write, released before each yield.
+  let release = host.holdFrames?.() ?? noRelease;
+  try {
+    for (let i = 0; i < run.length; i++) {
+      if (handleOne(host, sub, run[i]!, out)) return out;
+      if (i + 1 < run.length && (++inSlice >= SLICE_EVENTS || performance.now() - sliceStart >= SLICE_MS)) {
+        release();
+        await nextMacrotask();
+        release = host.holdFrames?.() ?? noRelease;
+        sliceStart = performance.now();
+        inSlice = 0;
+      }
+    }
+    return out;
+  } finally {
+    release();
+  }
+}
+
+/** One notification into `out`; true when the run stops here (full queue, termination). */
+function handleOne(host: SubscriptionHost, sub: HostedSubscription, { method, params, receivedMs }: StreamNotification, out: RunOutcome): boolean {
   const take = (cursor: unknown) => {
     if (isStorableCursor(cursor)) out.cursor = { set: true, value: cursor };
   };
-  for (const { method, params, receivedMs } of run) {
-    switch (method) {
-      case "notifications/events/active":
-        sub.markUp("push");
-        if (params.truncated === true) {
-          if (!host.gap(sub, { gap: true, cursor: cursorOrNull(params.cursor), reason: "truncated", eventId: null })) return { ...out, full: true };
-        }
-        take(params.cursor);
-        break;
-      case "notifications/events/event": {
-        sub.markUp("push");
-        if (params.$oversized === true) {
-          const seenKey = seenKeyOf(params.eventId);
-          const notice = {
-            gap: true as const,
-            cursor: cursorOrNull(params.cursor),
-            reason: "oversized",
-            eventId: reportableEventId(params.eventId),
-            ...(params.$ambiguous === true ? { possibly_not_an_event: true } : {}),
-            ...(typeof params.$dropped_id === "string" ? { dropped_id: params.$dropped_id } : {}),
-            ...(seenKey !== null ? { seen_key: seenKey } : {}),
-          };
-          if (!host.gap(sub, notice)) return { ...out, full: true };
-          take(params.cursor);
-          break;
-        }
-        const { _meta: _ignored, ...occurrence } = params;
-        const check = checkOccurrence(occurrence);
-        if (check.ok) {
-          if (host.accept(sub, check.occurrence, "push", receivedMs) === "full") return { ...out, full: true };
-        } else {
-          const notice = { gap: true as const, cursor: cursorOrNull(params.cursor), reason: check.reason, eventId: check.eventId, problem: check.problem };
-          if (!host.gap(sub, { ...notice, ...(check.seenKey !== null ? { seen_key: check.seenKey } : {}) })) return { ...out, full: true };
-        }
+  const full = () => {
+    out.full = true;
+    return true;
+  };
+  switch (method) {
+    case "notifications/events/active":
+      sub.markUp("push");
+      if (params.truncated === true) {
+        if (!host.gap(sub, { gap: true, cursor: cursorOrNull(params.cursor), reason: "truncated", eventId: null })) return full();
+      }
+      take(params.cursor);
+      break;
+    case "notifications/events/event": {
+      sub.markUp("push");
+      if (params.$oversized === true) {
+        const seenKey = seenKeyOf(params.eventId);
+        const notice = {
+          gap: true as const,
+          cursor: cursorOrNull(params.cursor),
+          reason: "oversized",
+          eventId: reportableEventId(params.eventId),
+          ...(params.$ambiguous === true ? { possibly_not_an_event: true } : {}),
+          ...(typeof params.$dropped_id === "string" ? { dropped_id: params.$dropped_id } : {}),
+          ...(seenKey !== null ? { seen_key: seenKey } : {}),
+        };
+        if (!host.gap(sub, notice)) return full();
         take(params.cursor);
         break;
       }
-      case "notifications/events/heartbeat":
-        sub.markUp("push");
-        take(params.cursor);
-        break;
-      case "notifications/events/error": {
-        const e = (params.error ?? {}) as { code?: unknown; message?: unknown };
-        host.status(sub, { kind: "error", error: `the server reported: ${String(e.message ?? "an error")} (${String(e.code ?? "?")})` });
-        break;
+      const { _meta: _ignored, ...occurrence } = params;
+      const check = checkOccurrence(occurrence);
+      if (check.ok) {
+        if (host.accept(sub, check.occurrence, "push", receivedMs) === "full") return full();
+      } else {
+        const notice = { gap: true as const, cursor: cursorOrNull(params.cursor), reason: check.reason, eventId: check.eventId, problem: check.problem };
+        if (!host.gap(sub, { ...notice, ...(check.seenKey !== null ? { seen_key: check.seenKey } : {}) })) return full();
       }
-      case "notifications/events/terminated": {
-        const e = (params.error ?? {}) as { code?: unknown; message?: unknown; data?: unknown };
-        const code = typeof e.code === "number" ? e.code : -32603;
-        return { ...out, terminated: new EventsTerminated(code, typeof e.message === "string" ? e.message : "terminated", e.data) };
-      }
-      default:
-        break;
+      take(params.cursor);
+      break;
     }
+    case "notifications/events/heartbeat":
+      sub.markUp("push");
+      take(params.cursor);
+      break;
+    case "notifications/events/error": {
+      const e = (params.error ?? {}) as { code?: unknown; message?: unknown };
+      host.status(sub, { kind: "error", error: `the server reported: ${String(e.message ?? "an error")} (${String(e.code ?? "?")})` });
+      break;
+    }
+    case "notifications/events/terminated": {
+      const e = (params.error ?? {}) as { code?: unknown; message?: unknown; data?: unknown };
+      const code = typeof e.code === "number" ? e.code : -32603;
+      out.terminated = new EventsTerminated(code, typeof e.message === "string" ? e.message : "terminated", e.data);
+      return true;
+    }
+    default:
+      break;
   }
-  return out;
+  return false;
 }
 
 function cursorOrNull(v: unknown): string | null {

@@ -2,8 +2,13 @@
  * One `events/stream` subscription as its consumer sees it: a bounded queue of the stream's
  * notifications, then one end (serve.md §6 item 3).
  *
- * The queue is bounded (VIGIL_EVENTS_STREAM_BUFFER). On overflow the stream stops accepting: what
- * is queued (all of it earlier than the dropped notification) is still handed out, then an
+ * The queue is bounded (VIGIL_EVENTS_STREAM_BUFFER). Near its top (highWaterOf) the stream holds its
+ * connection's read gate (mcp/read-gate.ts): the transport stops reading, so a burst waits on the
+ * server's side instead of overflowing; the gate is let go once the consumer drained the queue
+ * (or the stream ends). Overflow stays as the last resort — a transport that cannot stop at once
+ * (HTTP: what the SSE parser already holds), or a gate held past STALL_MS (a consumer stuck on a
+ * commit must not stall the connection's other traffic): the stream stops accepting, what is
+ * queued (all of it earlier than the dropped notification) is still handed out, then an
  * `overflow` end tells the consumer to reconnect from the last cursor it stored — so the cursor
  * never passes a dropped event and nothing is lost silently.
  *
@@ -13,11 +18,24 @@
  */
 import { type HeartbeatWatch, type SilenceLimit, observed, openedWatch, silenceDeadline, silenceLimit } from "../rules/heartbeat-watch.ts";
 import { type Scheduler, realScheduler } from "../../shared/time.ts";
+import type { ReadGate } from "../../mcp/read-gate.ts";
 
 /** A wall-clock step (NTP) must not stretch or cut a silence: arrivals are timed on a monotonic clock. */
 const monotonic: Scheduler = { ...realScheduler, now: () => performance.now() };
 /** setTimeout's ceiling; a longer wait is re-armed. */
 const MAX_TIMER_MS = 2_147_483_647;
+/** A read gate held this long by one stream ends that stream (overflow → reconnect from the cursor). */
+export const STALL_MS = 5_000;
+
+/**
+ * From how many queued notifications a stream holds the read gate: the capacity less a margin
+ * (an eighth, at least 2) for what is past the gate when it closes — nothing over stdio (the gate is
+ * asked after every line), the few events the SDK's SSE stages hold over HTTP. Close to the top, so
+ * that each drained run (one commit, one fdatasync) is as large as the buffer allows. Pure.
+ */
+export function highWaterOf(capacity: number): number {
+  return Math.max(1, capacity - Math.max(2, Math.floor(capacity / 8)));
+}
 
 export interface StreamNotification {
   method: string;
@@ -45,14 +63,38 @@ export class PushStream {
   /** Set once the consumer no longer wants anything (closed or ended). */
   private done = false;
   private watch: HeartbeatWatch;
+  /** The queue length from which the read gate is held. */
+  private readonly highWater: number;
+  private stall: ReturnType<Scheduler["setTimeout"]> | null = null;
 
   constructor(
     private readonly capacity: number,
     /** Called once when the stream stops accepting (unregister it, cancel the request). */
     private readonly onStop: () => void,
     private readonly clock: Scheduler = monotonic,
+    /** The connection's read gate (null: no backpressure, overflow only). */
+    private readonly gate: ReadGate | null = null,
   ) {
     this.watch = openedWatch(clock.now());
+    this.highWater = highWaterOf(capacity);
+  }
+
+  /** Whether this stream holds its connection's read gate now. */
+  get holding(): boolean {
+    return this.stall !== null;
+  }
+
+  private hold(): void {
+    if (this.gate === null || this.stall !== null) return;
+    this.gate.hold(this);
+    this.stall = this.clock.setTimeout(() => this.finish({ kind: "overflow" }), STALL_MS);
+  }
+
+  private release(): void {
+    if (this.stall === null) return;
+    this.clock.clearTimeout(this.stall);
+    this.stall = null;
+    this.gate?.release(this);
   }
 
   /** Offers a routed notification; false once the stream no longer accepts any. */
@@ -64,6 +106,7 @@ export class PushStream {
     }
     notification.receivedMs = performance.now();
     this.queue.push(notification);
+    if (this.queue.length >= this.highWater) this.hold();
     this.watch = observed(this.watch, notification.method, this.clock.now());
     this.wake();
     return true;
@@ -73,6 +116,7 @@ export class PushStream {
   finish(end: StreamEnd): void {
     if (this.end !== null || this.done) return;
     this.end = end;
+    this.release();
     this.wake();
     this.stop();
   }
@@ -84,7 +128,10 @@ export class PushStream {
   async next(fallbackIdleMs: number): Promise<StreamItem | "idle"> {
     for (;;) {
       const n = this.queue.shift();
-      if (n !== undefined) return { kind: "notification", notification: n };
+      if (n !== undefined) {
+        if (this.queue.length === 0) this.release();
+        return { kind: "notification", notification: n };
+      }
       if (this.end !== null) return { kind: "end", end: this.end };
       if (this.done) return { kind: "end", end: { kind: "closed", reason: "closed by vigil" } };
       const remaining = silenceDeadline(this.watch, fallbackIdleMs) - this.clock.now();
@@ -106,6 +153,7 @@ export class PushStream {
 
   /** Drains what is queued without waiting. */
   drainQueued(): StreamNotification[] {
+    this.release();
     return this.queue.splice(0);
   }
 
@@ -116,6 +164,7 @@ export class PushStream {
   /** The consumer is done with it: stops accepting and cancels the request. Idempotent. */
   close(): void {
     this.queue.length = 0;
+    this.release();
     this.stop();
     this.wake();
   }

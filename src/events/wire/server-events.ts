@@ -198,7 +198,7 @@ export class ServerEvents {
       if (counted) this.budget.open--;
       if (id !== null && this.streams.get(id) === stream) this.streams.delete(id);
       if (!controller.signal.aborted) controller.abort(new Error("stream closed by vigil"));
-    });
+    }, undefined, this.pool.transport(this.server)?.readGate ?? null);
     const requestParams = { ...params };
     this.expected.set(requestParams, (assigned) => {
       id = JSON.stringify(assigned);
@@ -255,6 +255,18 @@ export class ServerEvents {
       this.expected.delete(params);
       bind(message.id);
     }) ?? (() => {});
+    // Stream notifications are routed as the transport reads them (not after the SDK's dispatch):
+    // a stream that fills holds the read gate before the next message is read.
+    transport?.setClaimer((message) => {
+      if (!("method" in message) || "id" in message || !message.method.startsWith("notifications/events/")) return false;
+      if (message.method === "notifications/events/list_changed") return false;
+      this.route(message as StreamNotification);
+      return true;
+    });
+    const offAll = () => {
+      off();
+      transport?.setClaimer(null);
+    };
     const previous = client.fallbackNotificationHandler;
     client.fallbackNotificationHandler = async (notification) => {
       // list_changed is the pool's to report (see the header); the rest belong to push streams.
@@ -262,7 +274,7 @@ export class ServerEvents {
       if (notification.method.startsWith("notifications/events/")) this.route(notification as StreamNotification);
       else await previous?.(notification);
     };
-    this.hooked = { client, off };
+    this.hooked = { client, off: offAll };
   }
 
   private route(notification: StreamNotification): void {

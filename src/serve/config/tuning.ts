@@ -61,7 +61,7 @@ export const TUNING_KNOBS = {
   maxRestoredSessions: { env: "VIGIL_EVENTS_MAX_RESTORED_SESSIONS", default: 32, min: 0, max: 1024 },
   /** A runtime subscription is restored only within this time since its session's last client command. */
   runtimeTtlMs: { env: "VIGIL_EVENTS_RUNTIME_TTL_MS", default: 7 * DAY, min: 1, max: 365 * DAY },
-  /** Notifications buffered per push stream before drain-then-resume. */
+  /** Notifications buffered per push stream: near the top it applies backpressure; overflow (drain-then-resume) is the last resort. */
   streamBuffer: { env: "VIGIL_EVENTS_STREAM_BUFFER", default: 256, min: 1, max: 1_000_000 },
   /**
    * Push streams open at once over streamable HTTP, process-wide. Each holds one of Bun's fetch

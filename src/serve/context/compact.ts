@@ -77,7 +77,7 @@ export function summaryRequest(messages: ChatMessage[], budget: ContextBudget): 
   const lines = messages.map(turnText);
   const room = (budget.trigger - REQUEST_OVERHEAD_TOKENS - bytesToTokens(textBytes(INSTRUCTIONS)) - 256) * BYTES_PER_TOKEN;
   // JSON may spend up to 6 bytes on one character: shares are in encoded bytes, cuts in characters.
-  const sizes = lines.map((l) => textBytes(l));
+  const sizes = messages.map((m, i) => turnBytes(m, lines[i]!));
   const caps = capsWithin(sizes, Math.max(0, room - lines.length * 64));
   const body = lines.map((line, i) => cutText(line, sizes[i]!, caps[i]!)).join("\n\n");
   return [
@@ -97,6 +97,16 @@ function turnText(m: ChatMessage): string {
     default:
       return `${m.role}: ${m.text}`;
   }
+}
+
+/**
+ * textBytes(turnText(m)), from the message text's own (cached) measure where the line is a plain
+ * ASCII prefix and the text: a JSON-encoded prefix without quotes or escapes is itself, so the line
+ * encodes to exactly the prefix's length more than the text alone (the text's quotes count once).
+ */
+function turnBytes(m: ChatMessage, line: string): number {
+  if (m.role === "assistant") return textBytes(line);
+  return textBytes(m.text) + (line.length - m.text.length);
 }
 
 /** Cuts `text` (of `encoded` JSON bytes) to at most `cap` encoded bytes, marker included. */

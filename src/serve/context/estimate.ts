@@ -5,6 +5,7 @@
  */
 import { type ChatMessage, type ToolSpec, isToolArgumentsError } from "../models/types.ts";
 import { BYTES_PER_TOKEN } from "./budget.ts";
+import { jsonTextBytes } from "../../shared/json-text-cache.ts";
 
 /** Per-message framing on the wire (`{"role":"assistant","content":…}` and the like). */
 const MESSAGE_OVERHEAD_BYTES = 48;
@@ -13,8 +14,9 @@ export const REQUEST_OVERHEAD_TOKENS = 64;
 
 const cache = new WeakMap<object, number>();
 
+/** UTF-8 bytes of the text JSON-encoded (a long text's encoding is cached: shared/json-text-cache.ts). */
 export function textBytes(text: string): number {
-  return Buffer.byteLength(JSON.stringify(text), "utf8");
+  return jsonTextBytes(text);
 }
 
 export function bytesToTokens(bytes: number): number {

@@ -89,7 +89,7 @@ export function createDaemonHandler(
     if (declared !== null && Number(declared) > MAX_COMMAND_BYTES) {
       return Response.json(tooLarge("", Number(declared)).response, { status: 413 });
     }
-    const body = await readBounded(req, MAX_COMMAND_BYTES);
+    const body = await readBounded(req, MAX_COMMAND_BYTES, declared !== null);
     if (body.tooLarge) return Response.json(tooLarge(body.head, body.size).response, { status: 413 });
     const parsed = parseCommand(body.bytes);
     if (!parsed.ok) return Response.json(parsed.response, { status: parsed.response.error.code === "too_large" ? 413 : 400 });
@@ -202,8 +202,17 @@ function safeDecode(s: string): string | null {
 
 type BoundedBody = { tooLarge: false; bytes: Uint8Array } | { tooLarge: true; head: Uint8Array; size: number };
 
-/** Reads at most `max` bytes; a longer body is abandoned unread past the cap. */
-async function readBounded(req: Request, max: number): Promise<BoundedBody> {
+/**
+ * Reads at most `max` bytes; a longer body is abandoned unread past the cap. `declared`: the request
+ * has a Content-Length, already checked ≤ `max`, so the body is that long and is taken whole
+ * (`req.bytes()`, native: no body stream, reader and promise per chunk); its length is checked again
+ * all the same. Without one (chunked), it is read chunk by chunk and cut off at the cap.
+ */
+async function readBounded(req: Request, max: number, declared: boolean): Promise<BoundedBody> {
+  if (declared) {
+    const bytes = await req.bytes();
+    return bytes.byteLength > max ? { tooLarge: true, head: bytes.subarray(0, 4096), size: bytes.byteLength } : { tooLarge: false, bytes };
+  }
   if (req.body === null) return { tooLarge: false, bytes: new Uint8Array() };
   const chunks: Uint8Array[] = [];
   let size = 0;

@@ -38,11 +38,32 @@ export interface SseOptions {
 const encoder = new TextEncoder();
 const event = (seq: number, json: string) => `event: frame\nid: ${seq}\ndata: ${json}\n\n`;
 
+/**
+ * One live frame's SSE bytes, shared by every client of the session: the frame log hands each
+ * listener the same `json` string for one frame, so the last frame's encoding is kept and reused
+ * (the bytes are never written to, only queued and sent). `===` on the same string is a pointer
+ * check; an equal text with the same seq encodes to the same bytes anyway.
+ */
+let lastFrame: { seq: number; json: string; bytes: Uint8Array } | null = null;
+
+export function frameBytes(seq: number, json: string): Uint8Array {
+  const last = lastFrame;
+  if (last !== null && last.seq === seq && last.json === json) return last.bytes;
+  const bytes = encoder.encode(event(seq, json));
+  lastFrame = { seq, json, bytes };
+  return bytes;
+}
+
 export class SseStream {
   readonly stream: ReadableStream<Uint8Array>;
   private queue: Uint8Array[] = [];
   private queued = 0;
-  private wake: (() => void) | null = null;
+  /**
+   * The stream's pull found nothing to send: the next bytes are handed to it at once, by the push
+   * that queues them (no promise parked per pull, no wake-up hop per frame). Only ever true with an
+   * empty queue, outside a replay and before the end.
+   */
+  private wanted = false;
   private closed = false;
   /** `endAfterSent`: no new frames; the stream ends once what is queued is sent. */
   private ending = false;
@@ -84,15 +105,19 @@ export class SseStream {
     clearInterval(this.heartbeat);
     this.queue = [];
     this.queued = 0;
-    this.wake?.();
     this.o.onClose();
+    if (this.wanted) {
+      this.wanted = false;
+      this.closeController();
+    }
   }
 
   /** Ends the stream once the frames already queued are sent (the session ended, session-faults.ts). */
   endAfterSent(): void {
     if (this.closed || this.ending) return;
     this.ending = true;
-    this.wake?.();
+    // Nothing is queued when a pull waits: the stream ends now.
+    if (this.wanted) this.close();
   }
 
   private live(record: TranscriptRecord, json: string): void {
@@ -105,15 +130,25 @@ export class SseStream {
     }
     if (record.seq <= this.cursor) return;
     this.cursor = record.seq;
-    this.push(event(record.seq, json));
+    this.pushBytes(frameBytes(record.seq, json));
   }
 
   private push(text: string): void {
+    this.pushBytes(encoder.encode(text));
+  }
+
+  private pushBytes(bytes: Uint8Array): void {
     if (this.closed || this.behind()) return;
-    const bytes = encoder.encode(text);
     this.queue.push(bytes);
     this.queued += bytes.byteLength;
-    this.wake?.();
+    if (this.wanted && this.controller !== null) {
+      this.wanted = false;
+      try {
+        this.send(this.controller);
+      } catch {
+        this.close(); // the stream is gone (the client left)
+      }
+    }
   }
 
   /**
@@ -131,6 +166,7 @@ export class SseStream {
   private cutOff(): void {
     if (this.closed) return;
     logLine(`serve: session ${JSON.stringify(this.session.name)}: an SSE client fell more than ${this.limit} bytes behind and was disconnected`, { level: "warn", session: this.session.name, code: "sse_client_behind" });
+    this.wanted = false; // errored below, not closed
     this.close();
     try {
       this.controller?.error(new Error("the client fell too far behind"));
@@ -139,7 +175,16 @@ export class SseStream {
     }
   }
 
-  private async pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
+  /** The stream wants more: what is queued, else (live, nothing queued) the next push's bytes. */
+  private pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> | undefined {
+    if (this.queue.length === 0 && !this.closed && !this.ending && !this.replaying) {
+      this.wanted = true;
+      return undefined;
+    }
+    return this.drain(controller);
+  }
+
+  private async drain(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
     while (!this.closed && this.queue.length === 0) {
       if (this.ending) {
         this.close();
@@ -149,17 +194,26 @@ export class SseStream {
         await this.replayPage();
         continue;
       }
-      await new Promise<void>((resolve) => (this.wake = resolve));
-      this.wake = null;
-    }
-    if (this.closed) {
-      try {
-        controller.close();
-      } catch {
-        // already closed by a cancel
-      }
+      this.wanted = true;
       return;
     }
+    if (this.closed) {
+      this.closeController();
+      return;
+    }
+    this.send(controller);
+  }
+
+  private closeController(): void {
+    try {
+      this.controller?.close();
+    } catch {
+      // already closed by a cancel
+    }
+  }
+
+  /** Hands everything queued to the stream as one chunk. */
+  private send(controller: ReadableStreamDefaultController<Uint8Array>): void {
     const chunks = this.queue;
     this.queue = [];
     this.queued -= chunks.reduce((n, c) => n + c.byteLength, 0);

@@ -6,6 +6,7 @@
  * llama.cpp, LiteLLM) add fields of their own; only the fields we read must have the right shape.
  */
 import * as v from "valibot";
+import { jsonText } from "../../shared/json-text-cache.ts";
 import { type ChatMessage, ModelError, type ModelTurn, type TokenUsage, type ToolCall, ToolArgumentsError, type ToolSpec, isToolArgumentsError } from "./types.ts";
 
 /** Builds the request body. `tools` is omitted when empty: some servers refuse `tools: []`. */
@@ -15,6 +16,42 @@ export function chatRequestBody(model: string, messages: ChatMessage[], tools: T
     messages: messages.map(toWireMessage),
     ...(tools.length > 0 ? { tools: tools.map(toWireTool) } : {}),
   };
+}
+
+/**
+ * The request body as JSON text, byte for byte `JSON.stringify(chatRequestBody(…))`, built from
+ * each message's cached wire JSON: a session's history goes out again with every batch, and
+ * re-serializing all of it per request was most of the request's cost. Messages are immutable once
+ * made (the context keeper cuts into copies; estimate.ts caches their token counts the same way).
+ */
+export function chatRequestJson(model: string, messages: readonly ChatMessage[], tools: ToolSpec[]): string {
+  let out = `{"model":${JSON.stringify(model)},"messages":[`;
+  for (let i = 0; i < messages.length; i++) out += (i === 0 ? "" : ",") + wireMessageJson(messages[i]!);
+  out += "]";
+  if (tools.length > 0) out += `,"tools":${JSON.stringify(tools.map(toWireTool))}`;
+  return `${out}}`;
+}
+
+const wireJson = new WeakMap<ChatMessage, string>();
+
+function wireMessageJson(m: ChatMessage): string {
+  let json = wireJson.get(m);
+  if (json === undefined) {
+    json = textMessageJson(m) ?? JSON.stringify(toWireMessage(m));
+    wireJson.set(m, json);
+  }
+  return json;
+}
+
+/**
+ * A text-only message's JSON as `JSON.stringify(toWireMessage(m))` writes it, with its text's
+ * encoding from the shared cache (the history's copy of a message is another object, same text);
+ * null for the others (tool messages, tool calls), which go through JSON.stringify.
+ */
+function textMessageJson(m: ChatMessage): string | null {
+  if (m.role === "user" || m.role === "system") return `{"role":"${m.role}","content":${jsonText(m.text)}}`;
+  if (m.role === "assistant" && (m.toolCalls ?? []).length === 0) return `{"role":"assistant","content":${jsonText(m.text ?? "")}}`;
+  return null;
 }
 
 function toWireMessage(m: ChatMessage): Record<string, unknown> {

@@ -24,7 +24,7 @@ import type { Env } from "../config/env.ts";
 import { contextTokensEntry } from "../context/budget.ts";
 import { isUnavailableStatus } from "./availability.ts";
 import { abortableSleep, providerReason, readBounded, retryAfterMs } from "./openai-http.ts";
-import { chatRequestBody, parseChatResponse } from "./openai-wire.ts";
+import { chatRequestJson, parseChatResponse } from "./openai-wire.ts";
 import { type ProviderEntry, readApiKey, shortUrl } from "./provider.ts";
 import { type ChatModel, ModelError } from "./types.ts";
 
@@ -134,7 +134,7 @@ export function createOpenAiModel(config: OpenAiModelConfig, options: OpenAiMode
   return {
     acceptsTools: true,
     async turn(messages, tools, signal) {
-      const body = JSON.stringify(chatRequestBody(config.model, messages, tools));
+      const body = chatRequestJson(config.model, messages, tools);
       for (let retry = 0; ; retry++) {
         if (signal.aborted) throw new ModelError("aborted", "model request aborted");
         try {

@@ -141,6 +141,22 @@ export const CommandSchema = v.variant(
   `expected one of ${COMMAND_TYPES.join(", ")}`,
 );
 
+/**
+ * Each command's schema by `type`: `parseCommand` checks `type` itself (to answer `unknown_command`)
+ * and then runs only the one matching schema. Running `CommandSchema` instead gives the same output
+ * and issues, but its variant first tries the discriminator of each option before the matching one,
+ * building (and discarding) an issue with a formatted message for every miss, on every command.
+ */
+export const COMMAND_SCHEMAS = {
+  prompt: PromptCommand,
+  abort: AbortCommand,
+  get_state: GetStateCommand,
+  get_transcript: GetTranscriptCommand,
+  mcp_events_list: McpEventsListCommand,
+  mcp_events_subscribe: McpEventsSubscribeCommand,
+  mcp_events_unsubscribe: McpEventsUnsubscribeCommand,
+} as const satisfies Record<CommandName, (typeof CommandSchema)["options"][number]>;
+
 export type Command = v.InferOutput<typeof CommandSchema>;
 export type PromptCommand = v.InferOutput<typeof PromptCommand>;
 export type AbortCommand = v.InferOutput<typeof AbortCommand>;

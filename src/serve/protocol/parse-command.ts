@@ -8,7 +8,7 @@ import * as v from "valibot";
 import { formatIssue } from "../../shared/issues.ts";
 import { isRecord } from "../../shared/guards.ts";
 import { parseStrictJson } from "../../shared/strict-json.ts";
-import { type Command, type CommandId, type CommandName, CommandSchema, isCommandId, isCommandName, PROTOCOL_LIMITS } from "./commands.ts";
+import { type Command, type CommandId, type CommandName, COMMAND_SCHEMAS, isCommandId, isCommandName, PROTOCOL_LIMITS } from "./commands.ts";
 import { errorResponse, type ResponseError } from "./frames.ts";
 
 export type ParseCommandResult = { ok: true; command: Command } | { ok: false; response: ResponseError };
@@ -43,8 +43,9 @@ export function parseCommand(input: string | Uint8Array, options: ParseCommandOp
     return refuse(id, null, "unknown_command", `type: unknown command ${JSON.stringify(type.length > 40 ? `${type.slice(0, 40)}…` : type)}`);
   }
 
-  const result = v.safeParse(CommandSchema, value);
-  if (result.success) return { ok: true, command: result.output };
+  // The schema of this `type` only: what CommandSchema's variant would pick, without its misses.
+  const result = v.safeParse(COMMAND_SCHEMAS[type], value);
+  if (result.success) return { ok: true, command: result.output as Command };
   return refuse(id, type, "invalid_command", describeIssues(result.issues));
 }
 

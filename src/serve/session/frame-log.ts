@@ -63,16 +63,34 @@ export class FrameLog {
     try {
       stored = this.transcript.appendFrame(frame as unknown as { type: string; [key: string]: unknown });
     } catch (e) {
-      this.lastError = e;
-      if (this.transcript.failed === null) {
-        // Only this frame was refused (over the record cap); the transcript goes on.
-        logLine(`serve: a ${frame.type} frame was not stored or sent: ${errorMessage(e)}`, { level: "warn", code: "frame_not_stored" });
-      } else if (!this.toldFailed) {
-        this.toldFailed = true;
-        this.failed(e);
-      }
-      return null;
+      return this.refused(frame, e);
     }
+    return this.send(stored, answer);
+  }
+
+  /**
+   * Appends frames in order with one transcript write (transcript.ts appendFrames), then broadcasts
+   * each stored one in seq order: every frame is still stored before any client is sent it. A frame
+   * refused alone (over the cap) is skipped as `emit` skips it; per frame, its record or null.
+   */
+  emitMany(frames: readonly FrameBody[]): (TranscriptRecord | null)[] {
+    const outcomes = this.transcript.appendFrames(frames as unknown as { type: string; [key: string]: unknown }[]);
+    return outcomes.map((o, i) => ("error" in o ? this.refused(frames[i]!, o.error) : this.send(o)));
+  }
+
+  private refused(frame: FrameBody, e: unknown): null {
+    this.lastError = e;
+    if (this.transcript.failed === null) {
+      // Only this frame was refused (over the record cap); the transcript goes on.
+      logLine(`serve: a ${frame.type} frame was not stored or sent: ${errorMessage(e)}`, { level: "warn", code: "frame_not_stored" });
+    } else if (!this.toldFailed) {
+      this.toldFailed = true;
+      this.failed(e);
+    }
+    return null;
+  }
+
+  private send(stored: { record: TranscriptRecord; json: string }, answer?: (stored: TranscriptRecord) => { json: string }): TranscriptRecord {
     this.onStored(stored.record);
     const answerJson = answer === undefined || this.listeners.size === 0 ? undefined : answer(stored.record).json;
     for (const listener of [...this.listeners]) {

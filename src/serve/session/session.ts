@@ -159,6 +159,15 @@ export class Session implements EventsSession {
     return seq;
   }
 
+  /** `emit` for frames that arrived together (one poll page): one transcript write for all, each stored before it is sent. */
+  emitMany(frames: readonly FrameBody[]): (number | null)[] {
+    if (this.closed) return frames.map(() => null);
+    const activity = this.activity;
+    const seqs = this.frames.emitMany(frames).map((record) => this.stored(record)?.seq ?? null);
+    this.activity = activity;
+    return seqs;
+  }
+
   /** Answers one command with exactly one `response`, which is also stored and broadcast. */
   async handle(command: Command): Promise<ResponseFrame> {
     const id = command.id;
@@ -231,7 +240,10 @@ export class Session implements EventsSession {
   }
 
   private store(frame: FrameBody, answer?: StoreAnswer) {
-    const record = this.frames.emit(frame, answer);
+    return this.stored(this.frames.emit(frame, answer));
+  }
+
+  private stored<R>(record: R | null): R | null {
     if (record !== null) this.touch();
     // Nothing more of this session can be recorded: stop the run rather than let it call tools.
     else if (this.transcript.failed && this.run !== null && !this.run.controller.signal.aborted) {

@@ -34,6 +34,7 @@ import { removeStaleTemps } from "../../shared/durable/temp-files.ts";
 import { COMPACTION_POINTER_FILE, CompactionTracker, writeCompactionPointer } from "./compaction-pointer.ts";
 import { FILE_MODE } from "./paths.ts";
 import { isTranscriptPruned } from "./transcript-pruned.ts";
+import { type AppendOutcome, type PreparedRecord, linesBuffer, prepareRecord } from "./record-line.ts";
 import { type Segment, readAcross } from "./transcript-read.ts";
 import { type RecordScan, SparseIndex, recoverScan } from "./transcript-scan.ts";
 import { syncDirSync } from "../../shared/durable/atomic-file.ts";
@@ -157,47 +158,54 @@ export class Transcript {
 
   /** Appends a frame; returns the record and its exact JSON text (without the newline) for broadcasting. */
   appendFrame(frame: Frame): { seq: number; record: TranscriptRecord; json: string } {
-    if (this.failure) throw this.failure;
-    if (this.closing) throw new StateError("transcript_closed", `transcript ${this.path} is closed`);
-    const seq = this.written + 1;
+    const refused = this.refusal();
+    if (refused !== null) throw refused;
+    const r = prepareRecord(this.written + 1, this.now().toISOString(), frame, this.o.maxRecordBytes);
+    if (this.live.size > 0 && this.live.size + r.bytes > this.o.segmentBytes) this.rotate(r.seq);
+    this.writeRecords([r]);
+    return r;
+  }
+
+  /**
+   * Appends frames in order, as appendFrame would one by one, but with one write(2) per segment
+   * they land in (the `mcp_event` frames of one poll page) and one `time` for all. Per frame: its
+   * record, or why it was not stored — over the cap or not serializable refuses that frame alone;
+   * a failed write or rotation latches the transcript and refuses it and every later one.
+   */
+  appendFrames(frames: readonly Frame[]): AppendOutcome[] {
+    const out: AppendOutcome[] = [];
     const time = this.now().toISOString();
-    if (typeof frame.type !== "string") throw new StateError("record_invalid", "frame cannot be recorded: no string `type`");
-    const { seq: _seq, time: _time, type, ...rest } = frame;
-    let body: string;
-    try {
-      body = JSON.stringify(rest);
-    } catch (e) {
-      throw new StateError("record_invalid", `frame cannot be recorded: ${errorMessage(e)}`, { cause: e });
-    }
-    const json = `{"seq":${seq},"time":${JSON.stringify(time)},"type":${JSON.stringify(type)}${body === "{}" ? "}" : `,${body.slice(1)}`}`;
-    const line = Buffer.from(`${json}\n`);
-    if (line.length > this.o.maxRecordBytes) {
-      throw new StateError("record_too_large", `record of ${line.length} bytes is over the ${this.o.maxRecordBytes}-byte cap`);
-    }
-    const live = this.live;
-    if (live.size > 0 && live.size + line.length > this.o.segmentBytes) this.rotate(seq);
-    const at = this.live.size;
-    try {
-      let off = 0;
-      while (off < line.length) {
-        const n = this.write(this.fd, line, off, line.length - off, at + off);
-        if (!(n > 0)) throw new Error("the write made no progress");
-        off += n;
-      }
-    } catch (e) {
-      const failure = this.latch(`writing record ${seq} failed: ${errorMessage(e)}`, e);
+    let chunk: PreparedRecord[] = [];
+    let slots: number[] = []; // where the chunk's records are in `out`
+    let chunkBytes = 0;
+    const write = () => {
       try {
-        ftruncateSync(this.fd, at); // drop a partial line, so a reopen sees clean records
-      } catch {
-        // the open-time repair will do it
+        if (chunk.length > 0) this.writeRecords(chunk);
+      } catch (e) {
+        for (const i of slots) out[i] = { error: e };
       }
-      throw failure;
+      [chunk, slots, chunkBytes] = [[], [], 0];
+    };
+    for (const frame of frames) {
+      try {
+        const r = prepareRecord(this.written + chunk.length + 1, time, frame, this.o.maxRecordBytes);
+        const size = this.live.size + chunkBytes;
+        if (size > 0 && size + r.bytes > this.o.segmentBytes) {
+          write();
+          if (this.refusal() === null) this.rotate(r.seq);
+        }
+        const refused = this.refusal();
+        if (refused !== null) throw refused;
+        chunk.push(r);
+        slots.push(out.length);
+        chunkBytes += r.bytes;
+        out.push(r);
+      } catch (e) {
+        out.push({ error: e });
+      }
     }
-    this.index.add(seq, at);
-    this.live.size = at + line.length;
-    this.written = seq;
-    if (type === "compaction") this.compactions.seen(seq);
-    return { seq, record: { type, ...rest, seq, time } as TranscriptRecord, json };
+    write();
+    return out;
   }
 
   /** Makes every record appended so far durable. Concurrent callers share fdatasyncs (group commit). */
@@ -254,6 +262,42 @@ export class Transcript {
       this.closeRetired();
       closeSync(this.fd);
     }
+  }
+
+  /** Why nothing can be appended now (failed, or closing), else null. */
+  private refusal(): StateError | null {
+    if (this.failure) return this.failure;
+    return this.closing ? new StateError("transcript_closed", `transcript ${this.path} is closed`) : null;
+  }
+
+  /** Writes records bound for the live segment with one positional write; a failure latches and drops the partial lines. */
+  private writeRecords(records: readonly PreparedRecord[]): void {
+    const line = linesBuffer(records);
+    const at = this.live.size;
+    try {
+      let off = 0;
+      while (off < line.length) {
+        const n = this.write(this.fd, line, off, line.length - off, at + off);
+        if (!(n > 0)) throw new Error("the write made no progress");
+        off += n;
+      }
+    } catch (e) {
+      const failure = this.latch(`writing record ${records[0]!.seq} failed: ${errorMessage(e)}`, e);
+      try {
+        ftruncateSync(this.fd, at); // drop a partial line, so a reopen sees clean records
+      } catch {
+        // the open-time repair will do it
+      }
+      throw failure;
+    }
+    let offset = at;
+    for (const r of records) {
+      this.index.add(r.seq, offset);
+      offset += r.bytes;
+      this.written = r.seq;
+      if (r.type === "compaction") this.compactions.seen(r.seq);
+    }
+    this.live.size = at + line.length;
   }
 
   private get live(): Segment {

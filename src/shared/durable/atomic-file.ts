@@ -5,10 +5,13 @@
  * the temp file and leaves the old content in place.
  *
  * Asynchronous on purpose: the fsyncs happen off the event loop, so one session's snapshot does
- * not stall every other session of the daemon.
+ * not stall every other session of the daemon. The fsyncs and the rename (a journal commit can
+ * hold it for a while) go to the thread pool; open, write (into the page cache) and close are quick
+ * system calls made in place, since each fs/promises step is a trip to the thread pool — the events
+ * store writes one snapshot per page of events, and eight such trips cost it more CPU than the
+ * fsyncs themselves (issue 16; bench/events/hotpath.ts).
  */
-import { closeSync, constants, fsyncSync, openSync } from "node:fs";
-import { type FileHandle, open, rename, unlink } from "node:fs/promises";
+import { closeSync, constants, fsync, fsyncSync, openSync, rename, unlinkSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
 import { readBounded } from "./bounded-file.ts";
 import { StateError } from "./state-error.ts";
@@ -30,41 +33,65 @@ export async function writeFileAtomic(path: string, bytes: Uint8Array | string, 
   // A crash can leave this file behind: its owner sweeps it on open (temp-files.ts).
   const tmp = tempPathFor(path, process.pid, ++counter, Math.random().toString(36).slice(2, 8));
   const data = typeof bytes === "string" ? Buffer.from(bytes) : bytes;
-  let handle: FileHandle | undefined;
+  let fd: number | undefined;
   let renamed = false;
   try {
-    handle = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, FILE_MODE);
+    fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, FILE_MODE);
     let off = 0;
     while (off < data.length) {
-      const { bytesWritten } = await handle.write(data, off, data.length - off);
-      off += bytesWritten;
+      const n = writeSync(fd, data, off, data.length - off);
+      if (!(n > 0)) throw new Error("the write made no progress");
+      off += n;
     }
     await options.fault?.("after_write");
-    await handle.sync();
-    await handle.close();
-    handle = undefined;
+    await fsyncFd(fd);
+    closeSync(fd);
+    fd = undefined;
     await options.fault?.("before_rename");
-    await rename(tmp, path);
+    await new Promise<void>((done, fail) => rename(tmp, path, (e) => (e ? fail(e) : done())));
     renamed = true;
     await options.fault?.("after_rename");
   } catch (e) {
-    if (handle !== undefined) await handle.close().catch(() => {});
-    if (!renamed) await unlink(tmp).catch(() => {});
+    if (fd !== undefined) {
+      try {
+        closeSync(fd);
+      } catch {
+        // already failing: the first error is the one to report
+      }
+    }
+    if (!renamed) {
+      try {
+        unlinkSync(tmp);
+      } catch {
+        // never created, or already gone
+      }
+    }
     throw e;
   }
   await syncDir(dir);
 }
 
+/** fsync on the thread pool (the callback API: one trip, no FileHandle). */
+function fsyncFd(fd: number): Promise<void> {
+  return new Promise((done, fail) => fsync(fd, (e) => (e ? fail(e) : done())));
+}
+
 /** fsync a directory so a rename survives a crash; best effort where the filesystem refuses it. */
 export async function syncDir(dir: string): Promise<void> {
-  let handle: FileHandle | undefined;
+  let fd: number | undefined;
   try {
-    handle = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY);
-    await handle.sync();
+    fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+    await fsyncFd(fd);
   } catch {
     // some filesystems refuse fsync on directories; the file itself was synced
   } finally {
-    await handle?.close().catch(() => {});
+    if (fd !== undefined) {
+      try {
+        closeSync(fd);
+      } catch {
+        // nothing was written through it
+      }
+    }
   }
 }
 

@@ -5,7 +5,12 @@
  * one chunk; one concatenation when it spans several). A line that grows past the cap is never
  * buffered whole: only a bounded head is kept (enough to recover a JSON-RPC id), the rest is
  * counted and discarded until its newline arrives.
+ *
+ * With a BlockPool, the part of a line held across reads is copied into pooled blocks instead of
+ * being held as the reads' own chunks (block-pool.ts says why); the views of a frame then stay
+ * valid until the next push() or end() call, which hands the blocks back for reuse.
  */
+import type { BlockPool } from "./block-pool.ts";
 
 export type Frame =
   /** `bytes` excludes the newline; `withNewline` is the exact bytes to forward (line + "\n"). */
@@ -30,19 +35,27 @@ export class LineSplitter {
   private oversizedHead: Uint8Array | null = null;
   private oversizedLength = 0;
   private oversizedTail: Uint8Array = new Uint8Array(0);
+  /** Pooled blocks holding the current partial line; the last one is filled up to `blockUsed`. */
+  private lineBlocks: Uint8Array[] = [];
+  private blockUsed = 0;
+  /** Pooled blocks under the frames of the last push(): theirs until the next push() or end(). */
+  private lent: Uint8Array[] = [];
 
   /**
    * @param partsAtOrAbove multi-read lines at least this long come as "parts" frames (default: never).
    * @param headBytes how much of an over-cap line's head is kept (default OVERSIZED_HEAD_BYTES).
+   * @param pool copy held partial lines into these blocks (default: hold views of the chunks).
    */
   constructor(
     private readonly maxMessageBytes: number,
     private readonly partsAtOrAbove = Number.POSITIVE_INFINITY,
     private readonly headBytes = OVERSIZED_HEAD_BYTES,
+    private readonly pool: BlockPool | null = null,
   ) {}
 
   /** Splits a chunk; returns the frames it completes, in order. */
   push(chunk: Uint8Array): Frame[] {
+    this.giveBackLent();
     const frames: Frame[] = [];
     let start = 0;
     for (;;) {
@@ -59,11 +72,13 @@ export class LineSplitter {
 
   /** At EOF: an unterminated final line is still a frame (forwarded with a newline added). */
   end(): Frame[] {
+    this.giveBackLent();
     if (this.oversizedHead) {
       return [this.finishOversized(0, new Uint8Array(0))];
     }
     if (this.partsLength === 0) return [];
     const bytes = this.take();
+    this.releaseLine(false);
     const withNewline = new Uint8Array(bytes.length + 1);
     withNewline.set(bytes);
     withNewline[bytes.length] = NEWLINE;
@@ -86,9 +101,48 @@ export class LineSplitter {
       this.startDiscarding(rest, rest.length);
       return;
     }
+    if (this.pool !== null) this.copyIn(rest);
     // A view, not a copy: stream readers hand over each chunk and never reuse its memory.
-    this.parts.push(rest);
+    else this.parts.push(rest);
     this.partsLength += rest.length;
+  }
+
+  /** Appends bytes of the partial line to its pooled blocks (extending the last view when it can). */
+  private copyIn(bytes: Uint8Array): void {
+    let off = 0;
+    while (off < bytes.length) {
+      let block = this.lineBlocks[this.lineBlocks.length - 1];
+      if (block === undefined || this.blockUsed === block.length) {
+        block = this.pool!.take();
+        this.lineBlocks.push(block);
+        this.blockUsed = 0;
+      }
+      const n = Math.min(bytes.length - off, block.length - this.blockUsed);
+      block.set(bytes.subarray(off, off + n), this.blockUsed);
+      const last = this.parts[this.parts.length - 1];
+      if (last !== undefined && last.buffer === block.buffer && last.byteOffset + last.length === block.byteOffset + this.blockUsed) {
+        this.parts[this.parts.length - 1] = block.subarray(last.byteOffset - block.byteOffset, this.blockUsed + n);
+      } else {
+        this.parts.push(block.subarray(this.blockUsed, this.blockUsed + n));
+      }
+      this.blockUsed += n;
+      off += n;
+    }
+  }
+
+  /** The current line's blocks now belong to the frame made of it (or to nobody, `now`). */
+  private releaseLine(now: boolean): void {
+    if (this.lineBlocks.length === 0) return;
+    if (now) this.pool!.give(this.lineBlocks);
+    else this.lent.push(...this.lineBlocks);
+    this.lineBlocks = [];
+    this.blockUsed = 0;
+  }
+
+  private giveBackLent(): void {
+    if (this.lent.length === 0) return;
+    this.pool!.give(this.lent);
+    this.lent = [];
   }
 
   private complete(chunk: Uint8Array, start: number, nl: number): Frame {
@@ -103,6 +157,7 @@ export class LineSplitter {
     }
     this.parts.push(chunk.subarray(start, nl + 1));
     this.partsLength += length + 1;
+    this.releaseLine(false);
     if (this.partsLength >= this.partsAtOrAbove) {
       const frame: Frame = { kind: "parts", parts: this.parts, length: this.partsLength - 1 };
       this.parts = [];
@@ -129,6 +184,8 @@ export class LineSplitter {
     for (const part of [...this.parts, more]) this.keepTail(part);
     this.parts = [];
     this.partsLength = 0;
+    // Head and tail are copies: nothing reads the blocks of the discarded line any more.
+    this.releaseLine(true);
   }
 
   private finishOversized(extraLength: number, extra: Uint8Array): Frame {

@@ -327,3 +327,33 @@ test("a steered batch the model received is done and committed at once; its run 
   expect(session.injected).toHaveLength(1);
   coalescer.stop();
 });
+
+test("entries a commit already made durable go in without waiting for another; counted attempts are durable first", async () => {
+  const { session, store, add, coalescer, until } = await setup();
+  const syncsAtInject: number[] = [];
+  const inject = session.inject.bind(session);
+  // Like a real session: a follow-up batch starts a run, and the session is idle again once it settled.
+  session.inject = (injection) => {
+    syncsAtInject.push(store.writes.logSyncs);
+    session.state = "running";
+    return inject(injection);
+  };
+  const settle = (delivered: string[], returned: string[], status?: RunSettled["status"]) => {
+    session.state = "idle";
+    session.settle(delivered, returned, status);
+  };
+  for (let i = 1; i <= MAX_BATCH + 10; i++) add(`d-${i}`);
+  // The first batch's commit covered all 60 entries.
+  expect(await until(() => session.injected.length === 1)).toBe(true);
+  const before = store.writes.logSyncs;
+  // Delivered: its done records start a commit; the next batch (durable already) does not wait for it.
+  settle([session.injected[0]!.tag], []);
+  expect(await until(() => session.injected.length === 2)).toBe(true);
+  expect(syncsAtInject[1]).toBe(before);
+  expect(session.injected[1]!.text).toContain('event_id="d-51"');
+  // Returned by a failed run: its attempts counts are synced before the batch goes in again.
+  settle([], [session.injected[1]!.tag], "failed");
+  expect(await until(() => session.injected.length === 3)).toBe(true);
+  expect(session.injected[2]!.logAtInject).toContain(`"attempts":[[${MAX_BATCH + 1},1]`);
+  coalescer.stop();
+});

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { type BatchEntry, MAX_PAYLOAD_TEXT_BYTES, payloadText, renderBatch } from "../../../src/events/rules/batch-text.ts";
+import { type BatchEntry, MAX_PAYLOAD_TEXT_BYTES, fitBatch, payloadText, renderBatch, renderFitted } from "../../../src/events/rules/batch-text.ts";
 
 const occurrence = (over: Partial<BatchEntry> = {}, event: Record<string, unknown> = {}): BatchEntry => ({
   server: "tickets",
@@ -60,6 +60,12 @@ describe("renderBatch", () => {
     ]);
     const open = text.split("\n").find((l) => l.startsWith("<mcp_event"))!;
     expect(open).toBe(`<mcp_event server="srvx" name="name" arguments='{"q":"its b>"}' event_id="id onload=x" timestamp="2026">`);
+  });
+
+  test("attribute values lose controls and line separators too, and clean ones stay as they are", () => {
+    const text = renderBatch(1, [occurrence({}, { eventId: "a\u2028b\u2029c\u0085d\u007fe\u0001f\tg", timestamp: "2026-02-19T15:30:00Z" })]);
+    const open = text.split("\n").find((l) => l.startsWith("<mcp_event"))!;
+    expect(open).toContain(' event_id="abcdefg" timestamp="2026-02-19T15:30:00Z">');
   });
 
   test("operator instructions appear once per (server, name), outside every fence", () => {
@@ -139,5 +145,25 @@ describe("payloadText", () => {
     expect(payloadText({ a: "<b>" })).toBe('{"a":"\\u003cb>"}');
     const big = { s: "y".repeat(60_000) };
     expect(payloadText(big)).toBe(JSON.stringify(big));
+  });
+});
+
+describe("renderFitted", () => {
+  test("the texts fitBatch rendered make exactly renderBatch's text (split, shrunk, instructions, gaps)", () => {
+    const big = { blob: `<${"x\"".repeat(6000)}>` };
+    const entries = [
+      occurrence({ instructions: "Triage it." }, { data: big }),
+      occurrence({}, { eventId: "evt_2" }),
+      gap({ reason: "oversized", eventId: "evt_3" }),
+      occurrence({ name: "ticket.closed", instructions: "Close it." }, { eventId: "evt_4", data: { s: "\u2028é" } }),
+      ...Array.from({ length: 20 }, (_, i) => occurrence({}, { eventId: `evt_${i + 5}`, data: { i } })),
+    ];
+    for (const maxBytes of [Number.POSITIVE_INFINITY, 100_000, 8_000, 2_000, 300]) {
+      const fit = fitBatch(entries, maxBytes);
+      expect(fit.texts.length).toBe(fit.count);
+      const chosen = entries.slice(0, fit.count);
+      expect(renderFitted(9, chosen, fit.texts)).toBe(renderBatch(9, chosen, fit.payloadMaxBytes));
+    }
+    expect(fitBatch([], 1000)).toEqual({ count: 0, payloadMaxBytes: MAX_PAYLOAD_TEXT_BYTES, texts: [] });
   });
 });

@@ -57,4 +57,25 @@ describe("DedupWindow", () => {
     expect(w.has("e1")).toBe(true);
     expect(w.has("e1024")).toBe(true);
   });
+
+  test("as a ring (issue 16), it answers as the plain oldest-first list does, across many wrap-arounds and repeats", () => {
+    let x = 7;
+    const next = () => (x = (x * 1103515245 + 12345) % 2147483648);
+    for (const capacity of [1, 2, 5, 16]) {
+      const w = new DedupWindow([], capacity);
+      const list: string[] = [];
+      for (let i = 0; i < 500; i++) {
+        const id = `e${next() % (capacity * 3)}`;
+        w.add(id);
+        if (!list.includes(id)) {
+          list.push(id);
+          if (list.length > capacity) list.shift();
+        }
+        expect(w.toArray()).toEqual(list);
+        expect(w.size).toBe(list.length);
+        for (let k = 0; k < capacity * 3; k++) expect(w.has(`e${k}`)).toBe(list.includes(`e${k}`));
+      }
+      expect(new DedupWindow(w.toArray(), capacity).toArray()).toEqual(list);
+    }
+  });
 });

@@ -32,6 +32,18 @@ describe("decodeServerFrame", () => {
     expect(decodeOne('{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\n').kind).toBe("message");
   });
 
+  test("an events notification takes the light check; one the schema refuses is still skipped", () => {
+    const line = '{"jsonrpc":"2.0","method":"notifications/events/event","params":{"eventId":"e1","name":"n","data":{"a":[1]},"cursor":"7","_meta":{"io.modelcontextprotocol/subscriptionId":3}}}\n';
+    expect(decodeOne(line)).toEqual({ kind: "message", message: JSON.parse(line) });
+    // Strict at the top like the schema: an unknown key, an id, a wrong version, params that are no object.
+    expect(decodeOne('{"jsonrpc":"2.0","method":"notifications/events/event","params":{},"x":1}\n')).toMatchObject({ kind: "skipped", reason: "not_jsonrpc" });
+    expect(decodeOne('{"jsonrpc":"1.0","method":"notifications/events/event"}\n')).toMatchObject({ kind: "skipped", reason: "not_jsonrpc" });
+    expect(decodeOne('{"jsonrpc":"2.0","method":"notifications/events/event","params":[1]}\n')).toMatchObject({ kind: "skipped", reason: "not_jsonrpc" });
+    expect(decodeOne('{"jsonrpc":"2.0","method":"notifications/events/event","params":{"_meta":{"progressToken":1.5}}}\n')).toMatchObject({ kind: "skipped", reason: "not_jsonrpc" });
+    // A request with an events-like method is the schema's to judge, and it is a request.
+    expect(decodeOne('{"jsonrpc":"2.0","id":4,"method":"notifications/events/event"}\n')).toMatchObject({ kind: "message", message: { id: 4 } });
+  });
+
   test("blank lines are ignored without a note", () => {
     expect(decodeOne("\n")).toEqual({ kind: "blank" });
     expect(decodeOne("  \r\n")).toEqual({ kind: "blank" });

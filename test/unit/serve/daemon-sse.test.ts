@@ -35,6 +35,26 @@ describe("SseStream", () => {
     expect(closed).toBe(1);
   });
 
+  test("a read already waiting gets the next frame at once; the stream ends when closed, or ended, while a read waits", async () => {
+    const s = await openSession();
+    const decoder = new TextDecoder();
+    for (const end of ["close", "endAfterSent"] as const) {
+      let closed = 0;
+      const sse = new SseStream(s, { since: null, onClose: () => closed++ });
+      const reader = sse.stream.getReader();
+      expect(decoder.decode((await reader.read()).value)).toContain(": attached");
+      const waiting = reader.read(); // nothing queued: the stream waits for the next frame
+      await Bun.sleep(5);
+      await s.handle({ type: "get_state", id: `w-${end}` });
+      expect(decoder.decode((await waiting).value)).toContain(`"id":"w-${end}"`);
+      const last = reader.read();
+      await Bun.sleep(5);
+      sse[end]();
+      expect((await last).done).toBe(true);
+      expect(closed).toBe(1);
+    }
+  });
+
   test("a client more than the limit behind is cut off: its stream errors", async () => {
     const s = await openSession();
     let closed = 0;
