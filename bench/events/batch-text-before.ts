@@ -1,6 +1,8 @@
 /**
- * rules/batch-text.ts as it was before issue 16 (commit 35ee1c4), verbatim but for its import: the
- * "before" of bench/events/hotpath-model.ts's batch-text case, run in the same process as the code now.
+ * A deliberate copy: src/events/rules/batch-text.ts as it was at commit 35ee1c4 (before issue 16),
+ * verbatim but for its import's path. Issue 16 changed that file in place, so the old code lives
+ * only here: it is the "before" of bench/events/hotpath-model.ts's batch-text case, timed in the
+ * same process as the code now. Not used by vigil; do not edit it (it would stop being the before).
  */
 /**
  * The text a batch of MCP events is injected into a session as (the model reads it as a prompt).

@@ -10,6 +10,10 @@
  * - a whole page through a real EventsHub, store and transcript as the poll loop takes it (accept
  *   × 50, commit, persist), with the page's frames sent as they come against held for the page
  *   (hub.holdFrames, events/frame-hold.ts).
+ * - stdio mode's stdout writer (serve/stdio-mode.ts FrameWriter) taking a page's 50 lines: before,
+ *   each line encoded on its own and the drain started at the first (so that one goes out alone,
+ *   then the other 49), against the drain started once the page is queued and the lines encoded
+ *   together (one write, one flush) — into /dev/null through the real LineWriter.
  * Each check first confirms that both variants write the same lines (the `time` aside).
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -25,10 +29,12 @@ import type { HostedSubscription } from "../../src/events/subscription/host.ts";
 import type { FrameBody } from "../../src/serve/protocol/frames.ts";
 import { FrameLog } from "../../src/serve/session/frame-log.ts";
 import { Transcript } from "../../src/serve/state/transcript.ts";
-import { fmt, median, table } from "../report.ts";
+import { FrameWriter } from "../../src/serve/stdio-mode.ts";
+import { LineWriter } from "../../src/shared/ndjson/line-writer.ts";
+import { ROUNDS, alternate as alternateRounds, timeIt } from "../ab.ts";
+import { fmt, table } from "../report.ts";
 
 const PAGE = 50;
-const ROUNDS = 7;
 const TUNING: EventsTuning = {
   pollFloorMs: 1, coalesceMs: 0, streamIdleMs: 60_000, maxPending: 10_000_000, maxPendingBytes: 1 << 30, healthyMs: 60_000,
   refusedRetryMs: 60_000, retryCapMs: 60_000, runtimeTtlMs: 3_600_000, streamBuffer: 256, longPollMs: 0,
@@ -45,24 +51,10 @@ const frameOf = (event: Record<string, unknown>) =>
 const page = () => Array.from({ length: PAGE }, () => frameOf(occurrence()));
 const withoutTime = (path: string) => readFileSync(path, "utf8").replace(/"time":"[^"]*"/g, "");
 
-/** CPU µs per event of `pages` pages handed to `f`. */
-async function cpuPerEvent(pages: number, f: () => unknown): Promise<number> {
-  const c0 = process.cpuUsage();
-  for (let i = 0; i < pages; i++) await f();
-  const c = process.cpuUsage(c0);
-  return (c.user + c.system) / (pages * PAGE);
-}
-
-/** Alternating rounds of before/now: median CPU µs per event of each. */
+/** Alternating rounds of before/now: median CPU µs per event of each (`pages` pages handed to each per round). */
 async function alternate(pages: number, before: () => unknown, now: () => unknown): Promise<[number, number]> {
-  await cpuPerEvent(Math.max(2, pages >> 2), before);
-  await cpuPerEvent(Math.max(2, pages >> 2), now);
-  const t: [number[], number[]] = [[], []];
-  for (let r = 0; r < ROUNDS; r++) {
-    t[0].push(await cpuPerEvent(pages, before));
-    t[1].push(await cpuPerEvent(pages, now));
-  }
-  return [median(t[0]), median(t[1])];
+  const time = async (m: number, f: () => unknown) => (await timeIt(m, f, true)) / PAGE;
+  return (await alternateRounds([before, now], { calls: pages, warmup: Math.max(2, pages >> 2), time })) as [number, number];
 }
 
 function rowsOf(name: string, [b, a]: [number, number]): string[][] {
@@ -83,7 +75,7 @@ function sessionOver(log: FrameLog, many: boolean): EventsSession {
   };
 }
 
-async function hubOver(dir: string, many: boolean) {
+export async function hubOver(dir: string, many: boolean) {
   for (const sub of ["transcript", "events"]) mkdirSync(join(dir, sub), { recursive: true });
   const transcript = await Transcript.open(join(dir, "transcript"));
   const log = new FrameLog(transcript);
@@ -109,7 +101,50 @@ async function hubOver(dir: string, many: boolean) {
     sub.cursor = String(n);
     hub.persist(sub);
   };
-  return { transcript, hub, onePage };
+  return { transcript, hub, sub, onePage };
+}
+
+/** stdio-mode.ts's FrameWriter before events-frames (its back-pressure waiters left out: never reached here). */
+class FrameWriterBefore {
+  private queue: Uint8Array[] = [];
+  private pendingBytes = 0;
+  draining: Promise<void> | null = null;
+  private readonly encoder = new TextEncoder();
+  constructor(private readonly writer: LineWriter) {}
+  push(line: string): void {
+    if (this.writer.broken !== null) return;
+    const bytes = this.encoder.encode(line);
+    this.queue.push(bytes);
+    this.pendingBytes += bytes.byteLength;
+    this.draining ??= this.drain();
+  }
+  private async drain(): Promise<void> {
+    while (this.queue.length > 0) {
+      const batch = this.queue;
+      this.queue = [];
+      await this.writer.write(batch);
+      for (const b of batch) this.pendingBytes -= b.byteLength;
+    }
+    this.draining = null;
+  }
+}
+
+/** Drained: the writer's private drain promise, awaited until none is left. */
+async function drained(w: object): Promise<void> {
+  for (let d = (w as { draining: Promise<void> | null }).draining; d !== null; d = (w as { draining: Promise<void> | null }).draining) await d;
+}
+
+async function stdoutRows(pages: number): Promise<string[][]> {
+  const lines = page().map((f, i) => `{"seq":${i + 1},"time":"2030-01-02T03:04:05.000Z",${JSON.stringify(f).slice(1)}\n`);
+  const before = new FrameWriterBefore(new LineWriter(Bun.file("/dev/null").writer()));
+  const now = new FrameWriter(new LineWriter(Bun.file("/dev/null").writer()), () => {});
+  const t = await alternate(pages,
+    async () => { for (const l of lines) before.push(l); await drained(before); },
+    async () => { for (const l of lines) now.push(l); await drained(now); });
+  return [
+    ["stdio mode: a page's 50 lines to stdout (FrameWriter), per event", "before: encoded one by one; the first written alone", fmt(t[0], 2), ""],
+    ["", "now: encoded together once the page is queued; one write", fmt(t[1], 2), `${fmt((t[1] / t[0]) * 100)} %`],
+  ];
 }
 
 export async function framesSection(iterations: number): Promise<void> {
@@ -146,6 +181,7 @@ export async function framesSection(iterations: number): Promise<void> {
     for (let i = 0; i < 25; i++) (await hubOne.onePage(), await hubMany.onePage()); // a full dedup window
     rows.push(...rowsOf("a whole page through hub + store + transcript (accept × 50, commit, persist), per event", await alternate(Math.max(5, pages >> 2), hubOne.onePage, hubMany.onePage)));
     for (const h of [hubOne, hubMany]) (await h.hub.close(), await h.transcript.close());
+    rows.push(...(await stdoutRows(pages * 4)));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

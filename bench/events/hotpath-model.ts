@@ -30,20 +30,10 @@ import * as before from "./batch-text-before.ts";
 import { messagesTokens } from "../../src/serve/context/estimate.ts";
 import { chatRequestBody, chatRequestJson } from "../../src/serve/models/openai-wire.ts";
 import type { ChatMessage } from "../../src/serve/models/types.ts";
-import { fmt, median, table } from "../report.ts";
+import { ROUNDS, alternate, iterations, timeIt } from "../ab.ts";
+import { fmt, table } from "../report.ts";
 
-const ROUNDS = 7;
 const BATCH = 50;
-
-function iterationsArg(): number {
-  const i = process.argv.indexOf("--iterations");
-  const n = i >= 0 ? Number(process.argv[i + 1]) : 2_000;
-  if (!Number.isInteger(n) || n < 10 || n > 1_000_000) {
-    process.stderr.write("usage: bun bench/events/hotpath-model.ts [--iterations N]   (10 to 1,000,000; default 2,000)\n");
-    process.exit(2);
-  }
-  return n;
-}
 
 let seq = 0;
 function entry(): BatchEntry {
@@ -111,23 +101,13 @@ function sessionSim(texts: readonly string[], keep: number, step: (request: Chat
   };
 }
 
-async function timeRounds(n: number, variants: [string, () => unknown][]): Promise<number[]> {
-  const samples: number[][] = variants.map(() => []);
-  for (const [, f] of variants) for (let i = 0; i < Math.min(200, n); i++) f(); // warm-up
-  for (let r = 0; r < ROUNDS; r++) {
-    for (let k = 0; k < variants.length; k++) {
-      const f = variants[(k + r) % variants.length]![1];
-      // CPU time, not wall: the machine is shared and its wall clock drifts.
-      const c0 = process.cpuUsage();
-      for (let i = 0; i < n; i++) f();
-      const c = process.cpuUsage(c0);
-      samples[(k + r) % variants.length]!.push((c.user + c.system) / n);
-    }
-  }
-  return samples.map(median);
-}
+/** Median CPU µs per call of each variant, alternating rounds (CPU time: the machine is shared and its wall clock drifts). */
+const timeRounds = (n: number, variants: [string, () => unknown][]) =>
+  alternate(variants.map(([, f]) => f), { calls: n, warmup: Math.min(200, n), time: (m, f) => timeIt(m, f, true) });
 
-export async function modelSection(n = iterationsArg()): Promise<void> {
+export async function modelSection(
+  n = iterations({ usage: "bun bench/events/hotpath-model.ts [--iterations N]", fallback: 2_000, min: 10, max: 1_000_000 }),
+): Promise<void> {
   const maxBytes = contextBudget().batchBytes;
   const entries = Array.from({ length: BATCH }, entry);
   if (batchBefore(entries, maxBytes) !== batchNow(entries, maxBytes)) throw new Error("batch text: before and now differ");

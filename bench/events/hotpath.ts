@@ -51,39 +51,10 @@ import type { EventOccurrence, PendingEntry, SubscriptionSpec } from "../../src/
 import { Transcript } from "../../src/serve/state/transcript.ts";
 import { writeFileAtomic } from "../../src/shared/durable/atomic-file.ts";
 import { LogFile } from "../../src/events/store/log-file.ts";
+import { ROUNDS, alternate, iterations, timeIt } from "../ab.ts";
 import { fmt, median, table } from "../report.ts";
 
-const ROUNDS = 7;
 const PAGE = 50;
-
-function iterations(): number {
-  const i = process.argv.indexOf("--iterations");
-  const n = i >= 0 ? Number(process.argv[i + 1]) : 2_000;
-  if (!Number.isInteger(n) || n < 10 || n > 1_000_000) {
-    process.stderr.write("usage: bun bench/events/hotpath.ts [--iterations N]   (10 to 1,000,000; default 2,000)\n");
-    process.exit(2);
-  }
-  return n;
-}
-
-/**
- * µs per call of `f` over `n` calls (awaited one at a time when it returns a promise): wall clock,
- * or with `cpu` this process's CPU time (every thread: the thread pool's share of an fsync counts,
- * the wait for the disk does not).
- */
-async function timeIt(n: number, f: () => unknown, cpu = false): Promise<number> {
-  const t0 = performance.now();
-  const c0 = process.cpuUsage();
-  for (let i = 0; i < n; i++) {
-    const x = f();
-    if (x instanceof Promise) await x;
-  }
-  if (cpu) {
-    const c = process.cpuUsage(c0);
-    return (c.user + c.system) / n;
-  }
-  return ((performance.now() - t0) * 1000) / n;
-}
 
 // ---- what the fixture sends ---------------------------------------------------------------
 
@@ -206,12 +177,10 @@ async function runCases(n: number, cases: Case[]): Promise<string[][]> {
       if (answers.some((a) => a !== answers[0])) throw new Error(`${c.name}: the variants disagree`);
     }
     const calls = Math.max(10, Math.round(n * (c.share ?? 1)));
-    const times = c.variants.map(() => [] as number[]);
-    for (const [, f] of c.variants) await timeIt(Math.max(10, calls >> 2), f); // warm-up
-    for (let r = 0; r < ROUNDS; r++) for (let i = 0; i < c.variants.length; i++) times[i]!.push(await timeIt(calls, c.variants[i]![1], c.cpu));
-    const base = median(times[0]!);
+    const times = await alternate(c.variants.map(([, f]) => f), { calls, warmup: Math.max(10, calls >> 2), time: (m, f) => timeIt(m, f, c.cpu) });
+    const base = times[0]!;
     c.variants.forEach(([label], i) => {
-      const t = median(times[i]!);
+      const t = times[i]!;
       rows.push([i === 0 ? c.name : "", label, `${fmt(t, t < 100 ? 2 : 0)}${c.cpu ? " (CPU)" : ""}`, i === 0 ? "" : `${fmt((t / base) * 100)} %`]);
     });
   }
@@ -291,7 +260,7 @@ async function pagesCpu(hub: EventsHub, sub: HostedSubscription, pages: number):
 }
 
 async function main(): Promise<void> {
-  const n = iterations();
+  const n = iterations({ usage: "bun bench/events/hotpath.ts [--iterations N]", fallback: 2_000, min: 10, max: 1_000_000 });
   const record = fullWindowRecord();
   const io = mkdtempSync(join(tmpdir(), "vigil-events-hotpath-io-"));
   const snapText = `${JSON.stringify({ version: "vigil.mcp-events.v2", subscriptions: { k: record }, last_client_ms: null })}\n`;
@@ -501,14 +470,7 @@ async function pushSection(n: number, dir: string): Promise<void> {
     on = false;
     return worst * 1000;
   };
-  const blocks: [number[], number[]] = [[], []];
-  for (let i = 0; i < 3; i++) await worstBlock(i % 2 === 0 ? syncBefore : slicedNow); // warm-up
-  for (let round = 0; round < ROUNDS; round++) {
-    blocks[0].push(await worstBlock(syncBefore));
-    blocks[1].push(await worstBlock(slicedNow));
-  }
-  const b0 = median(blocks[0]);
-  const b1 = median(blocks[1]);
+  const [b0, b1] = (await alternate([syncBefore, slicedNow], { calls: 1, warmup: 1, time: (_, f) => worstBlock(f) })) as [number, number];
   rows.push(["worst loop block while a drained run of 256 events is handled and committed (wall µs)", "before: one synchronous loop (handleRun)", fmt(b0), ""]);
   rows.push(["", "now: handleRunInSlices (≤ 64 events or 8 ms per slice)", fmt(b1), `${fmt((b1 / b0) * 100)} %`]);
   await hub.close();

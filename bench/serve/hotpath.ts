@@ -48,34 +48,8 @@ import type { ServeApp } from "../../src/serve/types.ts";
 import { recordJson } from "../../src/serve/state/record-json.ts";
 import type { Frame, TranscriptRecord } from "../../src/serve/state/transcript-types.ts";
 import { fmt, median } from "../report.ts";
-
-const ROUNDS = 7;
-
-function iterations(): number {
-  const i = process.argv.indexOf("--iterations");
-  const n = i >= 0 ? Number(process.argv[i + 1]) : 20_000;
-  if (!Number.isInteger(n) || n < 100 || n > 10_000_000) {
-    process.stderr.write("usage: bun bench/serve/hotpath.ts [--iterations N] [--path-only]   (100 to 10,000,000; default 20,000)\n");
-    process.exit(2);
-  }
-  return n;
-}
-
-async function timeIt(n: number, f: () => unknown): Promise<number> {
-  const t0 = performance.now();
-  for (let i = 0; i < n; i++) {
-    const x = f();
-    if (x instanceof Promise) await x;
-  }
-  return ((performance.now() - t0) * 1000) / n;
-}
-
-interface Case {
-  name: string;
-  before: () => unknown;
-  after: () => unknown;
-  same: (x: unknown) => string;
-}
+import { type Case, type LoopbackPosts, ROUNDS, alternate, beforeNowRow, beforeNowRows, iterations, loopbackReadCpu } from "../ab.ts";
+import { baselineServer } from "./baseline-sse.ts";
 
 // ---- what run.ts sends ---------------------------------------------------------------------------
 
@@ -168,42 +142,19 @@ async function readBefore(req: Request): Promise<Uint8Array> {
   return Buffer.concat(chunks);
 }
 
-/** Process CPU µs per request of a loopback Bun.serve whose handler reads the body with `read`. */
-async function servedCpu(n: number, read: (req: Request) => Promise<Uint8Array>): Promise<number> {
-  const server = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    idleTimeout: 30,
-    async fetch(req) {
-      const bytes = await read(req);
-      if (bytes.byteLength !== commandBody.byteLength) throw new Error("short body");
-      return new Response("{}");
-    },
-  });
-  const url = `http://127.0.0.1:${server.port}/`;
-  let next = 0;
-  const client = async () => {
-    while (next++ < n) await (await fetch(url, { method: "POST", body: commandBody, headers: { "content-type": "application/json" } })).arrayBuffer();
-  };
-  const c0 = process.cpuUsage();
-  await Promise.all(Array.from({ length: 8 }, client));
-  const c = process.cpuUsage(c0);
-  server.stop(true);
-  return (c.user + c.system) / n;
-}
+const posts: LoopbackPosts = {
+  body: commandBody,
+  headers: { "content-type": "application/json" },
+  inFlight: 8,
+  check: (x) => {
+    if ((x as Uint8Array).byteLength !== commandBody.byteLength) throw new Error("short body");
+  },
+};
 
 async function served(n: number): Promise<string> {
   const after = (req: Request) => req.bytes();
-  await servedCpu(Math.min(n, 2000), readBefore);
-  await servedCpu(Math.min(n, 2000), after);
-  const b: number[] = [];
-  const a: number[] = [];
-  for (let r = 0; r < ROUNDS; r++) {
-    b.push(await servedCpu(n, readBefore));
-    a.push(await servedCpu(n, after));
-  }
-  const [mb, ma] = [median(b), median(a)];
-  return `| command body read over HTTP (process CPU per request, server + client) | ${fmt(mb, 2)} | ${fmt(ma, 2)} | ${fmt(mb - ma, 2)} | ${fmt(mb / ma, 2)} × |`;
+  const [mb, ma] = await alternate([readBefore, after], { calls: n, warmup: Math.min(n, 2000), time: (m, read) => loopbackReadCpu(m, read, posts) });
+  return beforeNowRow("command body read over HTTP (process CPU per request, server + client)", mb!, ma!);
 }
 
 // ---- daemon/sse.ts before: each pull parked a promise that the next push resolved --------------------
@@ -291,54 +242,11 @@ async function sseServed(n: number, k: number): Promise<string> {
   const before = (s: FakeSession) => new SseBefore(s);
   const after = (s: FakeSession) => new SseStream(s as unknown as Session, { since: null, onClose: () => {} });
   const frames = Math.max(100, Math.floor(n / k));
-  await sseServedCpu(Math.min(frames, 500), k, before);
-  await sseServedCpu(Math.min(frames, 500), k, after);
-  const b: number[] = [];
-  const a: number[] = [];
-  for (let r = 0; r < ROUNDS; r++) {
-    b.push(await sseServedCpu(frames, k, before));
-    a.push(await sseServedCpu(frames, k, after));
-  }
-  const [mb, ma] = [median(b), median(a)];
-  return `| SSE stream, one frame to ${k} client${k === 1 ? "" : "s"} over HTTP (process CPU per delivered frame, server + clients) | ${fmt(mb, 2)} | ${fmt(ma, 2)} | ${fmt(mb - ma, 2)} | ${fmt(mb / ma, 2)} × |`;
+  const [mb, ma] = await alternate([before, after], { calls: frames, warmup: Math.min(frames, 500), time: (m, make) => sseServedCpu(m, k, make) });
+  return beforeNowRow(`SSE stream, one frame to ${k} client${k === 1 ? "" : "s"} over HTTP (process CPU per delivered frame, server + clients)`, mb!, ma!);
 }
 
 // ---- the whole path, now ------------------------------------------------------------------------------
-
-/** The same driver and client against bench/serve/baseline-sse.ts's broadcaster, in process. */
-function baselineServer(): { server: ReturnType<typeof Bun.serve>; close(): void } {
-  const clients = new Set<ReadableStreamDefaultController<Uint8Array>>();
-  let seq = 0;
-  const server = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    idleTimeout: 0,
-    async fetch(req) {
-      if (req.method === "GET") {
-        let me: ReadableStreamDefaultController<Uint8Array>;
-        const stream = new ReadableStream<Uint8Array>({
-          start(c) {
-            me = c;
-            clients.add(c);
-            c.enqueue(encoder.encode(": attached\n\n"));
-          },
-          cancel: () => void clients.delete(me),
-        });
-        return new Response(stream, { headers: { "content-type": "text/event-stream", "cache-control": "no-store" } });
-      }
-      const command = (await req.json()) as { id: string; type: string };
-      const n = ++seq;
-      const json = JSON.stringify({
-        seq: n, time: new Date().toISOString(), type: "response", id: command.id, command: command.type, success: true,
-        data: { protocol_version: 1, name: "fan", state: "idle", queued: { follow_up: 0, steer: 0 }, pending_injections: 0, last_seq: n - 1 },
-      });
-      const event = encoder.encode(`event: frame\nid: ${n}\ndata: ${json}\n\n`);
-      for (const c of clients) c.enqueue(event);
-      return new Response(json, { headers: { "content-type": "application/json" } });
-    },
-  });
-  return { server, close: () => { for (const c of clients) c.close(); } };
-}
 
 /** Process CPU µs per command: POST get_state (8 in flight) → stored frame → one SSE client. */
 async function wholePath(commands: number, baseline = false): Promise<number> {
@@ -412,24 +320,11 @@ async function drive(base: string, commands: number, closeStreams: () => void): 
 }
 
 async function main(): Promise<void> {
-  const n = iterations();
+  const n = iterations({ usage: "bun bench/serve/hotpath.ts [--iterations N] [--path-only]", fallback: 20_000, min: 100, max: 10_000_000 });
   const pathOnly = process.argv.includes("--path-only");
   const rows: string[] = [];
   if (!pathOnly) {
-    for (const c of cases) {
-      const [b, a] = [await c.before(), await c.after()];
-      if (c.same(b) !== c.same(a)) throw new Error(`${c.name}: the two variants disagree (${c.same(b)} vs ${c.same(a)})`);
-      await timeIt(Math.min(n, 5000), c.before);
-      await timeIt(Math.min(n, 5000), c.after);
-      const before: number[] = [];
-      const after: number[] = [];
-      for (let r = 0; r < ROUNDS; r++) {
-        before.push(await timeIt(n, c.before));
-        after.push(await timeIt(n, c.after));
-      }
-      const [mb, ma] = [median(before), median(after)];
-      rows.push(`| ${c.name} | ${fmt(mb, 2)} | ${fmt(ma, 2)} | ${fmt(mb - ma, 2)} | ${fmt(mb / ma, 2)} × |`);
-    }
+    rows.push(...(await beforeNowRows(n, cases)));
     rows.push(await served(Math.max(500, Math.floor(n / 4))));
     for (const k of [1, 50]) rows.push(await sseServed(Math.max(500, Math.floor(n / 4)), k));
   }

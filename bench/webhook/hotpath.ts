@@ -42,39 +42,8 @@ import { within } from "../../src/shared/time.ts";
 import { MAX_BATCH, chooseBatch } from "../../src/events/coalescer.ts";
 import { EventsStore } from "../../src/events/store/events-store.ts";
 import type { PendingEntry } from "../../src/events/types.ts";
-import { fmt, median } from "../report.ts";
-
-const ROUNDS = 7;
-
-function iterations(): number {
-  const i = process.argv.indexOf("--iterations");
-  const n = i >= 0 ? Number(process.argv[i + 1]) : 20_000;
-  if (!Number.isInteger(n) || n < 100 || n > 10_000_000) {
-    process.stderr.write("usage: bun bench/webhook/hotpath.ts [--iterations N]   (100 to 10,000,000; default 20,000)\n");
-    process.exit(2);
-  }
-  return n;
-}
-
-/** µs per call of `f` over `n` calls (awaited one at a time when it returns a promise). */
-async function timeIt(n: number, f: () => unknown): Promise<number> {
-  const t0 = performance.now();
-  for (let i = 0; i < n; i++) {
-    const x = f();
-    if (x instanceof Promise) await x;
-  }
-  return ((performance.now() - t0) * 1000) / n;
-}
-
-interface Case {
-  name: string;
-  before: () => unknown;
-  after: () => unknown;
-  /** Both variants give this answer (checked once before timing). */
-  same: (x: unknown) => string;
-  /** Calls per round as a share of --iterations (a slow step runs fewer; default 1). */
-  share?: number;
-}
+import { type Case, ROUNDS, alternate, beforeNowRow, beforeNowRows, iterations, loopbackReadCpu } from "../ab.ts";
+import { fmt } from "../report.ts";
 
 // ---- the delivery ---------------------------------------------------------------------------
 
@@ -181,64 +150,16 @@ const cases: Case[] = [
   },
 ];
 
-/** Process CPU µs per request of a loopback Bun.serve whose handler reads the body with `read`. */
-async function servedCpu(n: number, read: (req: Request) => Promise<unknown>): Promise<number> {
-  const server = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    development: false,
-    idleTimeout: 30,
-    maxRequestBodySize: 1024 * 1024,
-    async fetch(req) {
-      await read(req);
-      return new Response("{}");
-    },
-  });
-  const url = `http://127.0.0.1:${server.port}/`;
-  let next = 0;
-  const client = async () => {
-    while (next++ < n) await (await fetch(url, { method: "POST", body, signal: AbortSignal.timeout(30_000) })).arrayBuffer();
-  };
-  const c0 = process.cpuUsage();
-  await Promise.all(Array.from({ length: 16 }, client));
-  const c = process.cpuUsage(c0);
-  server.stop(true);
-  return (c.user + c.system) / n;
-}
-
 async function served(n: number): Promise<string> {
   const before = (req: Request) => readWithin(req.body, { maxBytes: body.length, deadlineMs: 10_000 });
   const after = (req: Request) => readAnnounced(req, { deadlineMs: 10_000 });
-  await servedCpu(Math.min(n, 2000), before);
-  await servedCpu(Math.min(n, 2000), after);
-  const b: number[] = [];
-  const a: number[] = [];
-  for (let r = 0; r < ROUNDS; r++) {
-    b.push(await servedCpu(n, before));
-    a.push(await servedCpu(n, after));
-  }
-  const [mb, ma] = [median(b), median(a)];
-  return `| body read over HTTP (process CPU per request, server + client) | ${fmt(mb, 2)} | ${fmt(ma, 2)} | ${fmt(mb - ma, 2)} | ${fmt(mb / ma, 2)} × |`;
+  const [mb, ma] = await alternate([before, after], { calls: n, warmup: Math.min(n, 2000), time: (m, read) => loopbackReadCpu(m, read, { body, inFlight: 16 }) });
+  return beforeNowRow("body read over HTTP (process CPU per request, server + client)", mb!, ma!);
 }
 
 async function main(): Promise<void> {
-  const n = iterations();
-  const rows: string[] = [];
-  for (const c of cases) {
-    const k = Math.max(20, Math.floor(n * (c.share ?? 1)));
-    const [b, a] = [await c.before(), await c.after()];
-    if (c.same(b) !== c.same(a)) throw new Error(`${c.name}: the two variants disagree (${c.same(b)} vs ${c.same(a)})`);
-    await timeIt(Math.min(k, 5000), c.before);
-    await timeIt(Math.min(k, 5000), c.after);
-    const before: number[] = [];
-    const after: number[] = [];
-    for (let r = 0; r < ROUNDS; r++) {
-      before.push(await timeIt(k, c.before));
-      after.push(await timeIt(k, c.after));
-    }
-    const [mb, ma] = [median(before), median(after)];
-    rows.push(`| ${c.name} | ${fmt(mb, 2)} | ${fmt(ma, 2)} | ${fmt(mb - ma, 2)} | ${fmt(mb / ma, 2)} × |`);
-  }
+  const n = iterations({ usage: "bun bench/webhook/hotpath.ts [--iterations N]", fallback: 20_000, min: 100, max: 10_000_000 });
+  const rows = await beforeNowRows(n, cases);
   rows.push(await served(Math.max(500, Math.floor(n / 4))));
   process.stdout.write(
     [

@@ -1,5 +1,9 @@
-// The client relay as it was before issue 16's allocation cuts (wrap-tail), kept only so that
-// bench/wrap/hotpath.ts can time old against new in the same process. Not used by vigil.
+// A deliberate copy: src/wrap/client-relay.ts as it stood during issue 16 just before its
+// allocation cuts (wrap-tail) — already writing a chunk's decision records in one write, so not the
+// code of commit 35ee1c4, and held by no commit — with its imports re-pointed at src/. Kept only as
+// the "before" of bench/wrap/hotpath-alloc.ts (run by bench/wrap/hotpath.ts), timed against the
+// relay now in the same process: the start commit's relay would mix the record batching into the
+// allocation numbers. Not used by vigil; do not edit it (it would stop being the before).
 /**
  * Client → server: strict framing and classification, policy on tools/call, decisions on record
  * before anything is forwarded or answered (wrap.md §2, §5, §10).

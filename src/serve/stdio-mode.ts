@@ -27,7 +27,7 @@ import { EXIT, errorMessage } from "../shared/errors.ts";
 import { logLine } from "../shared/log.ts";
 import { ENDING_SIGNALS, onSignals } from "../shared/signals.ts";
 import { within } from "../shared/time.ts";
-import { LineWriter } from "../shared/ndjson/line-writer.ts";
+import { FLUSH_EVERY_BYTES, LineWriter } from "../shared/ndjson/line-writer.ts";
 import type { ServeApp } from "./types.ts";
 import { NdjsonCommandReader, encodeFrame } from "./protocol/ndjson.ts";
 import type { ParseCommandResult } from "./protocol/parse-command.ts";
@@ -98,13 +98,17 @@ export async function runStdioMode(app: ServeApp, options: StdioModeOptions): Pr
   }
 }
 
-/** The one writer of stdout: lines are queued synchronously (in seq order) and drained in order. */
-class FrameWriter {
-  private queue: Uint8Array[] = [];
+/**
+ * The one writer of stdout: lines are queued synchronously (in seq order) and drained in order. The
+ * drain starts once the current task has queued its lines, so the frames of one poll page go out
+ * encoded together, in one write and one flush, rather than the first alone and then the rest.
+ */
+export class FrameWriter {
+  private queue: string[] = [];
+  /** UTF-8 bytes queued or being written (exact: the high-water mark bounds memory). */
   private pendingBytes = 0;
   private draining: Promise<void> | null = null;
   private drainedWaiters: (() => void)[] = [];
-  private readonly encoder = new TextEncoder();
 
   constructor(
     private readonly writer: LineWriter,
@@ -115,10 +119,9 @@ class FrameWriter {
 
   push(line: string): void {
     if (this.writer.broken !== null) return;
-    const bytes = this.encoder.encode(line);
-    this.queue.push(bytes);
-    this.pendingBytes += bytes.byteLength;
-    this.draining ??= this.drain();
+    this.queue.push(line);
+    this.pendingBytes += Buffer.byteLength(line);
+    this.draining ??= Promise.resolve().then(() => this.drain());
   }
 
   /** Resolves once the backlog is under the high-water mark (at once when it is). */
@@ -134,7 +137,7 @@ class FrameWriter {
 
   private async drain(): Promise<void> {
     while (this.queue.length > 0) {
-      const batch = this.queue;
+      const batch = encodeLines(this.queue);
       this.queue = [];
       const ok = await this.writer.write(batch);
       for (const b of batch) this.pendingBytes -= b.byteLength;
@@ -146,6 +149,21 @@ class FrameWriter {
     }
     this.draining = null;
   }
+}
+
+/** Queued lines as few buffers: consecutive lines joined up to FLUSH_EVERY_BYTES (a longer line alone), so the copy stays bounded. */
+function encodeLines(lines: string[]): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  let text = "";
+  for (const line of lines) {
+    if (text.length > 0 && text.length + line.length > FLUSH_EVERY_BYTES) {
+      out.push(Buffer.from(text));
+      text = "";
+    }
+    text += line;
+  }
+  if (text.length > 0) out.push(Buffer.from(text));
+  return out;
 }
 
 function pumpCommands(

@@ -20,6 +20,8 @@ interface Encoded {
   json: string;
   /** UTF-8 bytes of `json`, measured on first ask. */
   bytes: number;
+  /** The key it is kept under (its own copy of the text, see below). */
+  key: string;
 }
 
 const cache = new Map<string, Encoded>();
@@ -30,14 +32,18 @@ function encoded(text: string): Encoded {
   if (hit !== undefined) {
     // Most recently used last: Map keeps insertion order.
     cache.delete(text);
-    cache.set(text, hit);
+    cache.set(hit.key, hit);
     return hit;
   }
   const json = JSON.stringify(text);
-  const entry: Encoded = { json, bytes: -1 };
   const chars = text.length + json.length;
-  if (chars > MAX_CACHED_CHARS) return entry;
-  cache.set(text, entry);
+  if (chars > MAX_CACHED_CHARS) return { json, bytes: -1, key: text };
+  // Kept under a fresh copy of the text (the same UTF-16 code units, lone surrogates too, in a
+  // buffer of its own), never under the caller's string: a slice shares its parent's buffer in
+  // JSC, so keeping `text` itself could hold a whole tool result (context/compact.ts cutText
+  // measures slices of them) past the bound.
+  const entry: Encoded = { json, bytes: -1, key: Buffer.from(text, "utf16le").toString("utf16le") };
+  cache.set(entry.key, entry);
   cachedChars += chars;
   while (cache.size > MAX_ENTRIES || cachedChars > MAX_CACHED_CHARS) {
     const [oldest, e] = cache.entries().next().value as [string, Encoded];

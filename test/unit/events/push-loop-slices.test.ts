@@ -4,8 +4,7 @@
 import { expect, test } from "bun:test";
 import type { SubscriptionHost } from "../../../src/events/subscription/host.ts";
 import { SLICE_EVENTS, handleRunInSlices, runPush } from "../../../src/events/subscription/push-loop.ts";
-import { PushStream } from "../../../src/events/wire/push-stream.ts";
-import { FakeScheduler } from "../../helpers/fake-scheduler.ts";
+import { endingPushHost } from "../../helpers/ending-push-host.ts";
 import { fakeHostedSubscription } from "../../helpers/hosted-subscription.ts";
 
 const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -33,26 +32,8 @@ test("a run of several slices yields to the loop between them and accepts every 
 });
 
 test("an overflow end is reported and the stream reopened from the cursor at once", async () => {
-  const clock = new FakeScheduler();
-  const opened: Record<string, unknown>[] = [];
   const statuses: { kind: string; error?: string }[] = [];
-  const host = {
-    tuning: { streamBuffer: 4, streamIdleMs: 600_000 },
-    wire: () => ({
-      openStream(params: Record<string, unknown>, capacity: number) {
-        opened.push(params);
-        const stream = new PushStream(capacity, () => {}, clock);
-        if (opened.length === 1) {
-          stream.offer({ method: "notifications/events/active", params: { cursor: "5" } });
-          stream.finish({ kind: "overflow" });
-        }
-        return stream;
-      },
-    }),
-    status: (_s: unknown, st: { kind: string; error?: string }) => statuses.push(st),
-    commit: async () => {},
-    persist: () => {},
-  } as unknown as SubscriptionHost;
+  const { clock, opened, host } = endingPushHost({ kind: "overflow" }, { streamBuffer: 4, status: (_s, st) => void statuses.push(st) });
   const sub = fakeHostedSubscription(spec);
   const controller = new AbortController();
   const loop = runPush(host, sub, controller.signal, { scheduler: clock });
@@ -64,4 +45,44 @@ test("an overflow end is reported and the stream reopened from the cursor at onc
   expect(clock.now()).toBe(0);
   controller.abort();
   await loop;
+});
+
+test("each slice's frames are held and released before the loop yields, so one slice is one transcript write", async () => {
+  const log: string[] = [];
+  let held = 0;
+  const host = {
+    accept: (_s: unknown, o: { eventId: string }) => (log.push(held > 0 ? "held" : "unheld"), "new"),
+    gap: () => true,
+    status: () => {},
+    holdFrames: () => {
+      held++;
+      log.push("hold");
+      let released = false;
+      return () => {
+        if (released) return;
+        released = true;
+        held--;
+        log.push("release");
+      };
+    },
+  } as unknown as SubscriptionHost;
+  const n = SLICE_EVENTS * 2 + 3;
+  let yieldedWhileHeld = false;
+  let ticking = true;
+  const tick = () => {
+    if (held > 0) yieldedWhileHeld = true;
+    if (ticking) setImmediate(tick);
+  };
+  setImmediate(tick);
+  await handleRunInSlices(host, fakeHostedSubscription(spec), Array.from({ length: n }, (_, i) => event(i + 1)));
+  ticking = false;
+  expect(yieldedWhileHeld).toBe(false);
+  expect(held).toBe(0);
+  expect(log.filter((l) => l === "unheld")).toEqual([]);
+  expect(log.filter((l) => l === "held")).toHaveLength(n);
+  // At least three slices (at most 64 events each; a slow machine cuts them sooner, by time), each inside its own hold.
+  const slices = log.join(" ").split("hold ").filter((s) => s !== "").map((s) => s.split(" ").filter((w) => w === "held").length);
+  expect(slices.length).toBeGreaterThanOrEqual(3);
+  expect(slices.every((k) => k > 0 && k <= SLICE_EVENTS)).toBe(true);
+  expect(slices.reduce((a, b) => a + b, 0)).toBe(n);
 });

@@ -3,12 +3,11 @@
 // subscription is woken (the pool's `connected`, serve.md §6 item 10), not after the rest of its
 // backoff; without a wake the wait runs its full backoff.
 import { expect, test } from "bun:test";
-import type { HostedSubscription, SubscriptionHost } from "../../../src/events/subscription/host.ts";
+import type { HostedSubscription } from "../../../src/events/subscription/host.ts";
 import { fakeHostedSubscription } from "../../helpers/hosted-subscription.ts";
 import { runPush } from "../../../src/events/subscription/push-loop.ts";
 import type { WakeSlot } from "../../../src/events/subscription/sleep.ts";
-import { PushStream } from "../../../src/events/wire/push-stream.ts";
-import { FakeScheduler } from "../../helpers/fake-scheduler.ts";
+import { endingPushHost } from "../../helpers/ending-push-host.ts";
 
 /** Lets settled promises run their continuations (one macrotask turn; no time passes on the fake clock). */
 const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -18,25 +17,7 @@ const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
  * stream only: later ones stay open until the test stops the loop).
  */
 function setup() {
-  const clock = new FakeScheduler();
-  const opened: Record<string, unknown>[] = [];
-  const host = {
-    tuning: { streamBuffer: 100, streamIdleMs: 600_000 },
-    wire: () => ({
-      openStream(params: Record<string, unknown>, capacity: number) {
-        opened.push(params);
-        const stream = new PushStream(capacity, () => {}, clock);
-        if (opened.length === 1) {
-          stream.offer({ method: "notifications/events/active", params: { cursor: "5" } });
-          stream.finish({ kind: "closed", reason: "the connection failed: ECONNREFUSED" });
-        }
-        return stream;
-      },
-    }),
-    status: () => {},
-    commit: async () => {},
-    persist: () => {},
-  } as unknown as SubscriptionHost;
+  const { clock, opened, host } = endingPushHost({ kind: "closed", reason: "the connection failed: ECONNREFUSED" }, { streamBuffer: 100 });
   const sub = fakeHostedSubscription({ server: "s", name: "e", arguments: {}, action: "follow_up", delivery: "push" });
   return { clock, opened, host, sub };
 }
