@@ -207,6 +207,9 @@ type BoundedBody = { tooLarge: false; bytes: Uint8Array } | { tooLarge: true; he
  * has a Content-Length, already checked ≤ `max`, so the body is that long and is taken whole
  * (`req.bytes()`, native: no body stream, reader and promise per chunk); its length is checked again
  * all the same. Without one (chunked), it is read chunk by chunk and cut off at the cap.
+ * The whole-body read costs 40 % less CPU per command, but Bun does not count its buffer as GC
+ * pressure: ~11 KiB per command stays in RssAnon until a collection. Measured bounded (issue 16):
+ * flat at +12 MiB over 150,000 commands, and back down once idle.
  */
 async function readBounded(req: Request, max: number, declared: boolean): Promise<BoundedBody> {
   if (declared) {
