@@ -29,6 +29,30 @@ export function table(headers: string[], rows: string[][], align: ("l" | "r")[])
   return [`| ${headers.join(" | ")} |`, `| ${align.map((a) => (a === "r" ? "---:" : "---")).join(" | ")} |`, ...rows.map((r) => `| ${r.join(" | ")} |`)];
 }
 
+/** One target of a harness, as its met/missed table prints it. */
+export interface Target {
+  name: string;
+  measured: string;
+  /** null: not judged (not measured, or not the workload the target names). */
+  met: boolean | null;
+}
+
+export const verdict = (met: boolean | null) => (met === null ? "n/a" : met ? "met" : "**missed**");
+
+/** Targets as a Markdown table under a bold title (a RESULTS.md section); nothing when there are none. */
+export function targetsMarkdown(title: string, targets: readonly Target[]): string[] {
+  if (targets.length === 0) return [];
+  return [`**${title}**`, "", ...table(["target", "measured", "result"], targets.map((t) => [t.name, t.measured, verdict(t.met)]), ["l", "r", "l"]), ""];
+}
+
+/** The same as plain text (a harness's summary on stdout). */
+export function targetsText(title: string, targets: readonly Target[]): string[] {
+  if (targets.length === 0) return [];
+  const w = Math.max(...targets.map((t) => t.name.length));
+  const m = Math.max(...targets.map((t) => t.measured.length));
+  return ["", title, ...targets.map((t) => `  ${t.name.padEnd(w)}  ${t.measured.padStart(m)}  ${verdict(t.met).replace(/\*/g, "")}`)];
+}
+
 /** The CPU model from /proc/cpuinfo ("unknown CPU" off Linux). */
 export function cpuModel(): string {
   try {

@@ -60,13 +60,13 @@ import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { type MockModel, type RecordedRequest, startMockModel } from "../../test/fixtures/mock-model.ts";
 import { publishResults } from "../results-file.ts";
-import { fmt, median, mib, table, runBench } from "../report.ts";
+import { fmt, median, mib, runBench, table, targetsMarkdown, targetsText } from "../report.ts";
 import { VIGIL, machine, vigilPresent } from "../vigil-under-test.ts";
 import { type Memory, cpuMsOf, memoryOf, selfCpuMs } from "../proc.ts";
 import { type Child, exitUnlessDoneWithin, type LineHandler, spawnChild, stop, until, waitLine, waitStderr } from "../children.ts";
 import { inFlight } from "../in-flight.ts";
 import { type Control, type FixtureState, FIXTURE, LogTail, THROUGHPUT_KNOBS, control, startHttpFixture } from "./fixture.ts";
-import { eventsTargets, targetsMarkdown, targetsText } from "./targets.ts";
+import { eventsTargets } from "./targets.ts";
 
 const ROOT = resolve(import.meta.dir, "../..");
 const BUN = process.execPath;
@@ -935,7 +935,7 @@ function render(r: Results): string {
       ...memoryLines(r),
     );
   }
-  L.push(...targetsMarkdown(eventsTargets(r.runs, r.o)));
+  L.push(...targetsMarkdown("Targets (issue 16)", eventsTargets(r.runs, r.o)));
   L.push("Reading the numbers:", "");
   const v = (id: string) => rateOf(r, id);
   if (logRuns) {
@@ -993,7 +993,7 @@ function textSummary(r: Results): string {
   }
   for (const m of r.mem) for (const row of m.rows) out.push(`  memory ${m.delivery} ${row.label.padEnd(52)} VmRSS ${mib(row.m.rssKiB)} MiB  RssAnon ${mib(row.m.anonKiB)} MiB  fds ${row.m.fds}  fixture ${mib(row.fixture.rssKiB)} MiB`);
   if (r.probe) out.push(`  push probe: ${r.probe.streams} streams, next subscription answered: ${r.probe.nextAnswered}, prompt: ${r.probe.promptMs === null ? "not sent" : `${fmt(r.probe.promptMs)} ms`}`);
-  out.push(...targetsText(eventsTargets(r.runs, r.o)));
+  out.push(...targetsText("Targets (issue 16)", eventsTargets(r.runs, r.o)));
   return out.join("\n");
 }
 

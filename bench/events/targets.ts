@@ -14,7 +14,7 @@
  *   HTTP. The issue's figure was for 5,000 events; the model phase runs `--model-events` (default
  *   20,000, enough batches to tell a flat batch size from a growing one), and the row names N.
  */
-import { fmt, median, table } from "../report.ts";
+import { type Target, fmt, median } from "../report.ts";
 
 /** What the targets read of one throughput run (run.ts FlowRun). */
 export interface TargetRun {
@@ -26,13 +26,6 @@ export interface TargetRun {
   streams: number;
   /** vigil's worst event-loop block during the run (ms); null or NaN when not measured. */
   maxLoopBlockMs?: number | null;
-}
-
-export interface Target {
-  name: string;
-  measured: string;
-  /** null: not judged (not measured, or not the issue's workload). */
-  met: boolean | null;
 }
 
 /** The burst size the issue names for the push target. */
@@ -85,20 +78,4 @@ export function eventsTargets(runs: readonly TargetRun[], n: { events: number; m
     out.push({ name: `events → model (${d} over HTTP, ${fmt(n.modelEvents)} events) ≥ 30 % of the baseline`, measured: pct(v), met: Number.isFinite(v) ? v >= 0.3 : null });
   }
   return out;
-}
-
-const verdict = (met: boolean | null) => (met === null ? "n/a" : met ? "met" : "**missed**");
-
-/** The targets as a Markdown table (the RESULTS.md section), or nothing when no target could be judged. */
-export function targetsMarkdown(targets: readonly Target[]): string[] {
-  if (targets.length === 0) return [];
-  return ["**Targets (issue 16)**", "", ...table(["target", "measured", "result"], targets.map((t) => [t.name, t.measured, verdict(t.met)]), ["l", "r", "l"]), ""];
-}
-
-/** The same as plain text (the summary on stdout). */
-export function targetsText(targets: readonly Target[]): string[] {
-  if (targets.length === 0) return [];
-  const w = Math.max(...targets.map((t) => t.name.length));
-  const m = Math.max(...targets.map((t) => t.measured.length));
-  return ["", "Targets (issue 16)", ...targets.map((t) => `  ${t.name.padEnd(w)}  ${t.measured.padStart(m)}  ${verdict(t.met).replace(/\*/g, "")}`)];
 }

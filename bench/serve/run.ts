@@ -48,7 +48,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { writeResultsSection } from "../results-file.ts";
-import { fmt, median, mib, table, runBench } from "../report.ts";
+import { type Target, fmt, median, mib, runBench, table, targetsMarkdown, targetsText } from "../report.ts";
 import { VIGIL, machine, vigilPresent } from "../vigil-under-test.ts";
 import { type Memory, cpuMsOf, memoryOf, selfCpuMs } from "../proc.ts";
 import { type Child, exitUnlessDoneWithin, spawnChild, stop, until, waitLine, waitStderr, within } from "../children.ts";
@@ -382,12 +382,6 @@ function ratio(runs: FanRun[], k: number, server: FanRun["server"] = "vigil"): n
   return tot(server) / tot("baseline");
 }
 
-interface Target {
-  name: string;
-  measured: string;
-  met: boolean | null;
-}
-
 /** Issue 16: SSE fan-out to 1 client ≥ 70 % of the minimal broadcaster; the 50-client ratio is informational. */
 function targets(r: Results): Target[] {
   const out: Target[] = [];
@@ -409,7 +403,6 @@ function targets(r: Results): Target[] {
   return out;
 }
 
-const verdict = (met: boolean | null) => (met === null ? "n/a" : met ? "met" : "**missed**");
 
 
 interface Results {
@@ -472,7 +465,7 @@ function render(r: Results): string {
     "",
   );
   const tg = targets(r);
-  L.push("**Targets (issue 16)**", "", ...table(["target", "measured", "result"], tg.map((t) => [t.name, t.measured, verdict(t.met)]), ["l", "l", "l"]), "");
+  L.push(...targetsMarkdown("Targets (issue 16)", tg));
   if (r.mem.length === 3) renderMemory(r, L);
   L.push("<!-- bench:serve end -->");
   return L.join("\n");
@@ -520,12 +513,7 @@ function textSummary(r: Results): string {
   }
   for (const m of r.mem) out.push(`  ${m.label.padEnd(44)} VmRSS ${mib(m.m.rssKiB)} MiB  VmHWM ${mib(m.m.hwmKiB)} MiB  fds ${m.m.fds}`);
   const tg = targets(r);
-  if (tg.length > 0) {
-    out.push("", "Targets (issue 16)");
-    const w = Math.max(...tg.map((t) => t.name.length));
-    const mw = Math.max(...tg.map((t) => t.measured.length));
-    for (const t of tg) out.push(`  ${t.name.padEnd(w)}  ${t.measured.padEnd(mw)}  ${verdict(t.met).replace(/\*/g, "")}`);
-  }
+  out.push(...targetsText("Targets (issue 16)", tg));
   return out.join("\n");
 }
 

@@ -47,7 +47,7 @@ import { join, resolve } from "node:path";
 import { randomBytes } from "node:crypto";
 import { type Child, exitUnlessDoneWithin, spawnChild, stop, waitLine } from "../children.ts";
 import { cpuMsOf, selfCpuMs } from "../proc.ts";
-import { fmt, median, mib, runBench, table } from "../report.ts";
+import { fmt, median, mib, runBench, table, verdict } from "../report.ts";
 import { publishResults } from "../results-file.ts";
 import { host, machine, vigilPresent } from "../vigil-under-test.ts";
 import { type LoadPlan, type LoadResult, type Receiver, drive } from "./senders.ts";
@@ -248,7 +248,6 @@ interface Results {
 const runsOf = (r: Results, who: Who) => r.runs.filter((x) => x.who === who);
 const med = (r: Results, who: Who, f: (x: RateRun) => number) => median(runsOf(r, who).map(f));
 const rangeOf = (xs: number[]) => (xs.length > 1 ? ` (${fmt(Math.min(...xs))}–${fmt(Math.max(...xs))})` : "");
-const verdict = (met: boolean | null) => (met === null ? "n/a" : met ? "met" : "**missed**");
 const refusedText = (x: RateRun) => Object.entries(x.load.refused).map(([s, n]) => `${n}× HTTP ${s}`).join(", ") || "none";
 
 function rateTable(r: Results): string[] {

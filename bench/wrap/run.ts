@@ -44,7 +44,7 @@
  *
  * The binary under test is dist/vigil, or $VIGIL_BIN (bench/vigil-under-test.ts).
  */
-import { runBench } from "../report.ts";
+import { type Target, runBench, verdict } from "../report.ts";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { availableParallelism, loadavg, release, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -867,12 +867,6 @@ interface Table {
   rows: Rows;
 }
 
-interface Target {
-  name: string;
-  measured: string;
-  met: boolean | null;
-}
-
 interface Collected {
   latency: Map<SetupName, LatencyResult[]>;
   throughput: Map<SetupName, ThroughputResult[]>;
@@ -1121,7 +1115,6 @@ function checkpointSummary(): string | null {
   return `Signed runs (wrap-signed, whole run incl. warm-up; median over rounds): ${parts.join("; ")}. Each run was checked: at least one checkpoint per ${CHECKPOINT_EVERY.toLocaleString("en")} records, and capture.dsse.json written.`;
 }
 
-const verdict = (met: boolean | null) => (met === null ? "n/a" : met ? "met" : "**missed**");
 
 // ---------------------------------------------------------------------------------------------
 // Main
