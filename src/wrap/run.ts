@@ -40,6 +40,8 @@ type Ending =
   | { kind: "error"; reason: string };
 
 const DRAIN_AFTER_EXIT_MS = 2000;
+/** How long the errors owed to pending requests may wait for a client that does not read. */
+const FAIL_PENDING_MS = 2000;
 /** Server lines this long that span reads are relayed as pieces, not joined (see server-relay.ts). */
 const LARGE_LINE_BYTES = 1024 * 1024;
 
@@ -118,7 +120,7 @@ async function finishEnding(
     const status = tryStatus(child)!;
     await sweepStragglers(child.pid);
     await within(serverOut, DRAIN_AFTER_EXIT_MS);
-    await state.failPending(`MCP server exited (${describeCode(status.exit_code, status.signal)})`);
+    await failPendingWithin(state, `MCP server exited (${describeCode(status.exit_code, status.signal)})`);
     return { session: "server_exited", sweep: { status, kill_requested: false } };
   }
   let sweep: SweepResult;
@@ -134,11 +136,22 @@ async function finishEnding(
     sweep = await sweepGroup(child, Math.max(0, deadline - performance.now()));
   }
   await within(serverOut, DRAIN_AFTER_EXIT_MS);
-  await state.failPending(`MCP server exited (${describeCode(sweep.status.exit_code, sweep.status.signal)})`);
+  await failPendingWithin(state, `MCP server exited (${describeCode(sweep.status.exit_code, sweep.status.signal)})`);
   const session: SessionEnd =
     ending.kind === "signal" ? "proxy_signaled" : ending.kind === "error" ? "proxy_error" : "client_closed";
   if (ending.kind === "error") logLine(`proxy I/O error: ${ending.reason}`);
   return { session, sweep };
+}
+
+/**
+ * Every request still pending gets its error — unless the client has stopped reading (a hung
+ * agent): then the write waits on its full pipe, and a shutdown must not wait on it for ever.
+ */
+async function failPendingWithin(state: ProxyState, message: string): Promise<void> {
+  const pending = state.pending.size;
+  if ((await within(state.failPending(message).then(() => true), FAIL_PENDING_MS)) === undefined) {
+    logLine(`the client did not take the errors for ${pending} pending request${pending === 1 ? "" : "s"} within ${FAIL_PENDING_MS} ms (it is not reading); ending without them`);
+  }
 }
 
 async function pumpServer(state: ProxyState, stdout: ReadableStream<Uint8Array>): Promise<void> {

@@ -31,7 +31,8 @@ import { backlogCap, type EventsStoreOptions, type LoadedState, loadState } from
 import { applyAttempts, asEntry, type LiveEntry, liveEntry, logPath, serializeAdd, serializeDone } from "./pending-log.ts";
 import { NOT_PLAIN, plainJsonCopy } from "./json-copy.ts";
 import { cloneRecord, copyRecord, keyProblem, readSnapshotFile, SNAPSHOT_LIMITS, type ServerKeysData, serverKeysProblem } from "./snapshot.ts";
-import { type SnapshotData, type SubscriptionRecord, serializeSnapshot, snapshotPath } from "./snapshot.ts";
+import { type SnapshotData, type SubscriptionRecord, snapshotPath } from "./snapshot.ts";
+import { SubscriptionTable } from "./snapshot-table.ts";
 import { EventsMeter } from "../metrics.ts";
 
 export type { SubscriptionRecord } from "./snapshot.ts";
@@ -54,7 +55,7 @@ export class EventsStore {
   private liveSteer = 0;
   /** Log records serialized since the last successful write (log-backlog.ts). */
   private readonly backlog: LogBacklog;
-  private readonly subs: Map<string, SubscriptionRecord>;
+  private readonly subs: SubscriptionTable;
   private lastClient: number | null;
   private keysOfServers: ServerKeysData;
   /** Snapshot generations: bumped on every snapshot change; the written one is what is on disk. */
@@ -89,10 +90,10 @@ export class EventsStore {
     this.nextSeq = replayed.maxSeq + 1;
     this.skippedLines = replayed.skipped;
     this.repairedBytes = replayed.repairedBytes;
-    this.subs = new Map(Object.entries(snapshot?.subscriptions ?? {}));
+    this.subs = new SubscriptionTable(snapshot?.subscriptions, dir);
     this.lastClient = snapshot?.last_client_ms ?? null;
     this.keysOfServers = snapshot?.server_keys ?? {};
-    this.snapLastText = snapshot === undefined ? null : serializeSnapshot(this.subs, this.lastClient, this.keysOfServers);
+    this.snapLastText = snapshot === undefined ? null : this.subs.serialize(this.lastClient, this.keysOfServers);
     this.log = new LogFile(logPath(dir), dir, replayed.handle, replayed.size, counters, options.fault);
     this.backlog = new LogBacklog(this.log, backlogCap(options.maxPendingBytes));
     this.commits = new GroupCommit(() => this.meter.pass(() => this.writePass()), () => this.changes);
@@ -245,7 +246,7 @@ export class EventsStore {
   }
 
   subscriptionKeys(): string[] {
-    return [...this.subs.keys()];
+    return this.subs.keys();
   }
 
   /** Stores a copy of the record (`recent` trimmed to the newest 1024); throws invalid_argument for a record we could not read back. */
@@ -353,13 +354,10 @@ export class EventsStore {
     this.backlog.add(line, bytes);
   }
 
-  /**
-   * One write: the log (compacted or appended), then the snapshot. Everything it writes is taken
-   * synchronously at its start, so it covers exactly the changes counted when it began.
-   */
+  /** One write: the log (compacted or appended), then the snapshot, both taken synchronously at its start (the changes counted then). */
   private async writePass(): Promise<void> {
     const snapGen = this.snapGen;
-    const snapText = snapGen !== this.snapWrittenGen ? serializeSnapshot(this.subs, this.lastClient, this.keysOfServers) : null;
+    const snapText = snapGen !== this.snapWrittenGen ? this.subs.fitted(this.lastClient, this.keysOfServers) : null;
     const pass = this.ledger?.beginPass() ?? null;
     try {
       await this.backlog.write(this.liveBytes, () => Array.from(this.live.values(), (e) => e.line).join(""), pass?.trailer ?? null);
@@ -376,6 +374,7 @@ export class EventsStore {
       }
     }
     if (snapText !== null) {
+      if (snapText instanceof EventsStoreError) throw snapText; // cannot fit its bound: after the log, not instead of it
       if (snapText !== this.snapLastText) {
         const path = snapshotPath(this.dir);
         try {

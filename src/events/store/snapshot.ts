@@ -267,18 +267,6 @@ export function cloneRecord(record: SubscriptionRecord): SubscriptionRecord {
   return out;
 }
 
-/** The v2 text; `server_keys` only when some key is known. */
-export function serializeSnapshot(
-  subscriptions: ReadonlyMap<string, SubscriptionRecord>,
-  lastClientMs: number | null,
-  serverKeys: ServerKeysData = {},
-): string {
-  const subs: Record<string, SubscriptionRecord> = {};
-  for (const [key, record] of subscriptions) subs[key] = record;
-  const keys = Object.keys(serverKeys).length > 0 ? { server_keys: serverKeys } : {};
-  return `${JSON.stringify({ version: SNAPSHOT_VERSION, subscriptions: subs, ...keys, last_client_ms: lastClientMs })}\n`;
-}
-
 /** Reads and validates the snapshot; undefined when there is none. Throws EventsStoreError naming the file. */
 export function readSnapshotFile(dir: string): SnapshotData | undefined {
   const path = snapshotPath(dir);

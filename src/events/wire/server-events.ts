@@ -62,6 +62,8 @@ export class ServerEvents {
   private readonly streams = new Map<string, PushStream>();
   private readonly expected = new WeakMap<object, (id: string | number) => void>();
   private hooked: { client: Client; off: () => void } | null = null;
+  /** The capability as read from the `initialize` result of this connection (`supports`). */
+  private capable: { client: Client; supported: boolean } | null = null;
   private droppedIds = 0;
   private readonly listing = new SingleFlight<EventDescriptor[]>();
   private readonly refresh: ListRefresh;
@@ -97,17 +99,30 @@ export class ServerEvents {
       throw new EventsRefused(`MCP server ${JSON.stringify(this.server)} has no "events" entry in the config (add "events": [] to allow runtime subscriptions)`);
     }
     const client = this.pool.client(this.server);
-    const status = this.pool.status(this.server);
     if (client === undefined) {
+      const status = this.pool.status(this.server);
       const why = status === undefined ? "" : ` (${status.state}${status.error === undefined ? "" : `: ${status.error}`})`;
       throw new EventsRpcError(-32603, `MCP server ${JSON.stringify(this.server)} is not connected${why}`, undefined);
     }
-    const raw = this.pool.rawInitializeResult(this.server);
-    if (!eventsCapability(raw).supported) {
+    if (!this.supports(client)) {
       throw new EventsRefused(`MCP server ${JSON.stringify(this.server)} does not support the MCP Events extension (no events capability)`);
     }
     this.hook(client);
     return client;
+  }
+
+  /**
+   * Whether this connection's `initialize` result offers the extension. Read once per connection:
+   * the result is fixed for a connection's life, and reading it is a deep copy (server-pool.ts) —
+   * once per poll it was a structured clone of the whole result per page (issue 16).
+   */
+  private supports(client: Client): boolean {
+    if (this.capable?.client === client) return this.capable.supported;
+    const raw = this.pool.rawInitializeResult(this.server);
+    const supported = eventsCapability(raw).supported;
+    // Not cached before the result is known: a connection is never judged on a missing answer.
+    if (raw !== undefined) this.capable = { client, supported };
+    return supported;
   }
 
   /** The event types the server offers (cached; one `events/list` in flight at a time, shared). */
