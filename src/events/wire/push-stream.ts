@@ -2,7 +2,8 @@
  * One `events/stream` subscription as its consumer sees it: a bounded queue of the stream's
  * notifications, then one end (serve.md §6 item 3).
  *
- * The queue is bounded (VIGIL_EVENTS_STREAM_BUFFER). Near its top (highWaterOf) the stream holds its
+ * The queue is bounded, in count (VIGIL_EVENTS_STREAM_BUFFER) and in weight (STREAM_BUFFER_BYTES;
+ * one heavier notification is taken alone). Near either top (highWaterOf) the stream holds its
  * connection's read gate (mcp/read-gate.ts): the transport stops reading, so a burst waits on the
  * server's side instead of overflowing; the gate is let go once the consumer drained the queue
  * (or the stream ends). Overflow stays as the last resort — a transport that cannot stop at once
@@ -26,6 +27,12 @@ const monotonic: Scheduler = { ...realScheduler, now: () => performance.now() };
 const MAX_TIMER_MS = 2_147_483_647;
 /** A read gate held this long by one stream ends that stream (overflow → reconnect from the cursor). */
 export const STALL_MS = 5_000;
+/**
+ * What the queued notifications of one stream may weigh (their params as JSON text): the count alone
+ * let 256 messages of the transport's cap (32 MiB each) queue up. As much as the pending queue holds
+ * by default (VIGIL_EVENTS_MAX_PENDING_BYTES): the consumer could not store more at once anyway.
+ */
+export const STREAM_BUFFER_BYTES = 16 * 1024 * 1024;
 
 /**
  * From how many queued notifications a stream holds the read gate: the capacity less a margin
@@ -42,6 +49,8 @@ export interface StreamNotification {
   params: Record<string, unknown>;
   /** When it was routed to this stream (`performance.now()`, set by `offer`): an event's receipt, for the ack latency. */
   receivedMs?: number;
+  /** Its weight in the stream's byte bound (set by `offer`). */
+  bytes?: number;
 }
 
 export type StreamEnd =
@@ -58,6 +67,8 @@ export type StreamItem = { kind: "notification"; notification: StreamNotificatio
 
 export class PushStream {
   private readonly queue: StreamNotification[] = [];
+  /** What the queued notifications weigh (`weightOf`). */
+  private queuedBytes = 0;
   private end: StreamEnd | null = null;
   private waiter: (() => void) | null = null;
   /** Set once the consumer no longer wants anything (closed or ended). */
@@ -74,6 +85,7 @@ export class PushStream {
     private readonly clock: Scheduler = monotonic,
     /** The connection's read gate (null: no backpressure, overflow only). */
     private readonly gate: ReadGate | null = null,
+    private readonly maxBytes = STREAM_BUFFER_BYTES,
   ) {
     this.watch = openedWatch(clock.now());
     this.highWater = highWaterOf(capacity);
@@ -100,13 +112,17 @@ export class PushStream {
   /** Offers a routed notification; false once the stream no longer accepts any. */
   offer(notification: StreamNotification): boolean {
     if (this.done || this.end !== null) return false;
-    if (this.queue.length >= this.capacity) {
+    const bytes = weightOf(notification, this.maxBytes);
+    // One notification over the byte bound is still taken alone: a large event never wedges a stream.
+    if (this.queue.length >= this.capacity || (this.queue.length > 0 && this.queuedBytes + bytes > this.maxBytes)) {
       this.finish({ kind: "overflow" });
       return false;
     }
     notification.receivedMs = performance.now();
+    notification.bytes = bytes;
     this.queue.push(notification);
-    if (this.queue.length >= this.highWater) this.hold();
+    this.queuedBytes += bytes;
+    if (this.queue.length >= this.highWater || this.queuedBytes >= highWaterOf(this.maxBytes)) this.hold();
     this.watch = observed(this.watch, notification.method, this.clock.now());
     this.wake();
     return true;
@@ -129,6 +145,7 @@ export class PushStream {
     for (;;) {
       const n = this.queue.shift();
       if (n !== undefined) {
+        this.queuedBytes -= n.bytes ?? 0;
         if (this.queue.length === 0) this.release();
         return { kind: "notification", notification: n };
       }
@@ -154,7 +171,13 @@ export class PushStream {
   /** Drains what is queued without waiting. */
   drainQueued(): StreamNotification[] {
     this.release();
+    this.queuedBytes = 0;
     return this.queue.splice(0);
+  }
+
+  /** What the queued notifications weigh (their params as JSON text). */
+  get bytesQueued(): number {
+    return this.queuedBytes;
   }
 
   get queued(): number {
@@ -164,6 +187,7 @@ export class PushStream {
   /** The consumer is done with it: stops accepting and cancels the request. Idempotent. */
   close(): void {
     this.queue.length = 0;
+    this.queuedBytes = 0;
     this.release();
     this.stop();
     this.wake();
@@ -179,5 +203,18 @@ export class PushStream {
     const w = this.waiter;
     this.waiter = null;
     w?.();
+  }
+}
+
+/**
+ * A notification's weight: its params as JSON text (UTF-16 units, as a parsed message holds them).
+ * One that cannot be written back (nesting too deep for JSON.stringify) weighs the whole bound, so
+ * it is queued alone.
+ */
+function weightOf(notification: StreamNotification, maxBytes: number): number {
+  try {
+    return JSON.stringify(notification.params)?.length ?? 0;
+  } catch {
+    return maxBytes;
   }
 }

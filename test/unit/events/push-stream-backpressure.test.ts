@@ -1,10 +1,11 @@
 // A push stream's backpressure (src/events/wire/push-stream.ts over mcp/read-gate.ts): near the top
 // of its buffer (highWaterOf) it holds its connection's read gate, lets go once drained, closed or ended; a gate
 // held for STALL_MS ends the stream with `overflow` (the last resort, reconnect from the cursor);
-// without a gate, a full buffer overflows as before. The queue never passes its capacity.
+// without a gate, a full buffer overflows as before. The queue never passes its capacity, in count
+// or in weight (the params' JSON text: a few large events hold the gate long before the count does).
 import { describe, expect, test } from "bun:test";
 import { ReadGate } from "../../../src/mcp/read-gate.ts";
-import { PushStream, STALL_MS, highWaterOf } from "../../../src/events/wire/push-stream.ts";
+import { PushStream, STALL_MS, STREAM_BUFFER_BYTES, highWaterOf } from "../../../src/events/wire/push-stream.ts";
 import { FakeScheduler } from "../../helpers/fake-scheduler.ts";
 
 const event = (i: number) => ({ method: "notifications/events/event", params: { eventId: `e${i}`, name: "n", cursor: String(i) } });
@@ -110,5 +111,53 @@ describe("push stream backpressure", () => {
     expect(gate.held).toBe(true);
     b.drainQueued();
     expect(gate.held).toBe(false);
+  });
+
+  /** An event whose params weigh about `chars` (JSON text). */
+  const heavy = (i: number, chars: number) => ({ method: "notifications/events/event", params: { eventId: `e${i}`, name: "n", cursor: String(i), data: { blob: "x".repeat(chars) } } });
+
+  test("large events hold the gate by weight, long before the count would: 16 MiB at most queue", async () => {
+    const { gate, stream, stopped } = setup(256);
+    const MiB = 1024 * 1024;
+    let accepted = 0;
+    while (!gate.held) {
+      expect(stream.offer(heavy(accepted + 1, MiB))).toBe(true);
+      accepted++;
+    }
+    // 7/8 of the bound by weight, with 14 of 256 slots used.
+    expect(accepted).toBe(14);
+    expect(stream.bytesQueued).toBeGreaterThanOrEqual(highWaterOf(STREAM_BUFFER_BYTES));
+    // Past the gate (what an HTTP body already held): taken up to the bound, then the last resort.
+    expect(stream.offer(heavy(15, MiB))).toBe(true);
+    expect(stream.offer(heavy(16, 3 * MiB))).toBe(false);
+    expect(stopped()).toBe(1);
+    expect(stream.bytesQueued).toBeLessThanOrEqual(STREAM_BUFFER_BYTES);
+    // Everything accepted comes out, in order, then the overflow (reconnect from the cursor).
+    const ids: unknown[] = [];
+    for (;;) {
+      const item = await stream.next(600_000);
+      if (item === "idle" || item.kind === "end") {
+        expect(item).toEqual({ kind: "end", end: { kind: "overflow" } });
+        break;
+      }
+      ids.push(item.notification.params.eventId);
+    }
+    expect(ids).toEqual(Array.from({ length: 15 }, (_, i) => `e${i + 1}`));
+    expect(stream.bytesQueued).toBe(0);
+    expect(gate.wait()).toBeNull();
+  });
+
+  test("one event heavier than the whole bound is taken alone, and the stream goes on once it is drained", async () => {
+    const clock = new FakeScheduler();
+    const gate = new ReadGate();
+    const stream = new PushStream(256, () => {}, clock, gate, 10_000);
+    expect(stream.offer(heavy(1, 50_000))).toBe(true);
+    expect(gate.held).toBe(true);
+    expect(await stream.next(600_000)).toMatchObject({ kind: "notification", notification: { params: { eventId: "e1" } } });
+    expect(gate.held).toBe(false);
+    expect(stream.bytesQueued).toBe(0);
+    for (let i = 2; i <= 4; i++) expect(stream.offer(heavy(i, 2_000))).toBe(true);
+    expect(stream.drainQueued().map((n) => n.params.eventId)).toEqual(["e2", "e3", "e4"]);
+    expect(stream.bytesQueued).toBe(0);
   });
 });
