@@ -9,7 +9,7 @@
  *   statuses, and streams the fixture saw opened during the run) and vigil's event loop never
  *   blocked > 50 ms — `maxLoopBlockMs` of the runs (measured by run.ts through vigil's loop-block
  *   probe; "not measured" when a run has none). The issue's burst is 5,000 events (`--events`, the
- *   default); another size is reported but not judged;
+ *   default); at another size these rows and the three above are reported but not judged;
  * - events → model ≥ 30 % of the baseline (one history-less request per page), poll and push over
  *   HTTP. The issue's figure was for 5,000 events; the model phase runs `--model-events` (default
  *   20,000, enough batches to tell a flat batch size from a growing one), and the row names N.
@@ -39,22 +39,24 @@ export function eventsTargets(runs: readonly TargetRun[], n: { events: number; m
   const ratio = (a: string, b: string) => rate(a) / rate(b);
   const has = (...ids: string[]) => ids.every((id) => of(id).length > 0);
   const out: Target[] = [];
+  // The ingestion rows are judged at the issue's burst only: a smaller one (`--quick`) flatters the
+  // ratios (the first page's wait and the process start weigh more), a larger one is another test.
+  const judged = n.events === ISSUE_BURST;
 
   if (has("vigil poll http → log", "baseline poll http + fdatasync")) {
     const v = ratio("vigil poll http → log", "baseline poll http + fdatasync");
-    out.push({ name: "events poll over HTTP into the pending log ≥ 50 % of the bare SDK client + fdatasync per page", measured: pct(v), met: Number.isFinite(v) ? v >= 0.5 : null });
+    out.push({ name: "events poll over HTTP into the pending log ≥ 50 % of the bare SDK client + fdatasync per page", measured: pct(v), met: judged && Number.isFinite(v) ? v >= 0.5 : null });
   }
   if (has("vigil poll http → log")) {
     const v = median(of("vigil poll http → log").map((x) => (x.clientCpuMs * 1000) / x.events));
-    out.push({ name: "vigil CPU per polled event (HTTP) ≤ 30 µs", measured: `${fmt(v, 1)} µs`, met: Number.isFinite(v) ? v <= 30 : null });
+    out.push({ name: "vigil CPU per polled event (HTTP) ≤ 30 µs", measured: `${fmt(v, 1)} µs`, met: judged && Number.isFinite(v) ? v <= 30 : null });
   }
   if (has("vigil push stdio → log", "baseline push stdio")) {
     const v = ratio("vigil push stdio → log", "baseline push stdio");
-    out.push({ name: "events push over stdio into the pending log ≥ 40 % of the bare SDK client", measured: pct(v), met: Number.isFinite(v) ? v >= 0.4 : null });
+    out.push({ name: "events push over stdio into the pending log ≥ 40 % of the bare SDK client", measured: pct(v), met: judged && Number.isFinite(v) ? v >= 0.4 : null });
   }
   const burst = [...of("vigil push http → log"), ...of("vigil push stdio → log")];
   if (burst.length > 0) {
-    const judged = n.events === ISSUE_BURST;
     const what = `push burst of ${fmt(n.events)} at default settings (HTTP and stdio)`;
     const reconnects = Math.max(...burst.map((x) => Math.max(x.statusErrors, x.streams)));
     out.push({
