@@ -89,6 +89,16 @@ export interface Case {
 export const beforeNowRow = (name: string, before: number, now: number) =>
   `| ${name} | ${fmt(before, 2)} | ${fmt(now, 2)} | ${fmt(before - now, 2)} | ${fmt(before / now, 2)} × |`;
 
+/** A titled Markdown table of `beforeNowRow` rows, as lines (a blank line after the title and at the end). */
+export const beforeNowTable = (title: string, rows: readonly string[]): string[] => [
+  title,
+  "",
+  "| step | before µs | now µs | saved µs | speed-up |",
+  "| --- | ---: | ---: | ---: | ---: |",
+  ...rows,
+  "",
+];
+
 /** Each case checked (both variants give the same answer), then timed alternately: one row each. */
 export async function beforeNowRows(n: number, cases: readonly Case[]): Promise<string[]> {
   const rows: string[] = [];

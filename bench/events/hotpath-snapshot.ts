@@ -20,7 +20,7 @@
 import { eventsCapability } from "../../src/events/rules/capability.ts";
 import { SubscriptionTable } from "../../src/events/store/snapshot-table.ts";
 import { SNAPSHOT_VERSION, type SubscriptionRecord, copyRecord } from "../../src/events/store/snapshot.ts";
-import { type Case, beforeNowRows, iterations } from "../ab.ts";
+import { type Case, beforeNowRows, beforeNowTable, iterations } from "../ab.ts";
 
 const n = iterations({ usage: "bun bench/events/hotpath-snapshot.ts [--iterations N]", fallback: 200, min: 20, max: 100_000 });
 
@@ -92,13 +92,4 @@ function snapshotCase(subs: number): Case {
 }
 
 const rows = await beforeNowRows(n, [capabilityCase, snapshotCase(1), snapshotCase(100), snapshotCase(1000)]);
-process.stdout.write(
-  [
-    `Per-page steps that grew with the session (issue 16), µs per page, before → now; Bun ${Bun.version}, ${n} iterations`,
-    "",
-    "| step | before µs | now µs | saved µs | speed-up |",
-    "| --- | ---: | ---: | ---: | ---: |",
-    ...rows,
-    "",
-  ].join("\n"),
-);
+process.stdout.write(beforeNowTable(`Per-page steps that grew with the session (issue 16), µs per page, before → now; Bun ${Bun.version}, ${n} iterations`, rows).join("\n"));

@@ -42,7 +42,7 @@ import { within } from "../../src/shared/time.ts";
 import { MAX_BATCH, chooseBatch } from "../../src/events/coalescer.ts";
 import { EventsStore } from "../../src/events/store/events-store.ts";
 import type { PendingEntry } from "../../src/events/types.ts";
-import { type Case, ROUNDS, alternate, beforeNowRow, beforeNowRows, iterations, loopbackReadCpu } from "../ab.ts";
+import { type Case, ROUNDS, alternate, beforeNowRow, beforeNowRows, beforeNowTable, iterations, loopbackReadCpu } from "../ab.ts";
 import { fmt } from "../report.ts";
 
 // ---- the delivery ---------------------------------------------------------------------------
@@ -161,16 +161,7 @@ async function main(): Promise<void> {
   const n = iterations({ usage: "bun bench/webhook/hotpath.ts [--iterations N]", fallback: 20_000, min: 100, max: 10_000_000 });
   const rows = await beforeNowRows(n, cases);
   rows.push(await served(Math.max(500, Math.floor(n / 4))));
-  process.stdout.write(
-    [
-      `webhook hot path, Bun ${Bun.version}, ${n} calls (the coalescer cases 1 %) × ${ROUNDS} rounds per variant (median µs/call)`,
-      "",
-      "| step | before µs | now µs | saved µs | speed-up |",
-      "| --- | ---: | ---: | ---: | ---: |",
-      ...rows,
-      "",
-    ].join("\n"),
-  );
+  process.stdout.write(beforeNowTable(`webhook hot path, Bun ${Bun.version}, ${n} calls (the coalescer cases 1 %) × ${ROUNDS} rounds per variant (median µs/call)`, rows).join("\n"));
 }
 
 await main();

@@ -64,7 +64,7 @@ export class SubscriptionTable {
     return [...this.entries.keys()];
   }
 
-  /** Takes a private copy (snapshot.ts copyRecord); a known key keeps its place, as on an object. */
+  /** Keeps `record`, which must be the store's private copy (snapshot.ts copyRecord); a known key keeps its place, as on an object. */
   set(key: string, record: SubscriptionRecord): void {
     const entry = memberOf(key, record);
     this.memberUnits += entry.member.length - (this.entries.get(key)?.member.length ?? 0);
