@@ -20,20 +20,24 @@ test("an own reply sent while a large result waits for a paused client comes aft
   cleanups.add(() => tmp.cleanup());
   const record = tmp.file("record.txt");
   const out = tmp.file("client-out.ndjson");
-  const wrap = [VIGIL_BIN, "wrap", "--allow-all", "--", ...fixtureArgv({ FIXTURE_RECORD: record })].map(shellQuote).join(" ");
+  const wrap = [VIGIL_BIN, "wrap", "--allow-all", "--", ...fixtureArgv({ FIXTURE_RECORD: record, FIXTURE_ANSWER_MARKERS: true })].map(shellQuote).join(" ");
   // The client's end of vigil's stdout: nothing is read for two seconds, then everything.
   const proc = Bun.spawn(["sh", "-c", `${wrap} | { sleep 2; cat > ${shellQuote(out)}; }`], { stdin: "pipe", stdout: "ignore", stderr: "pipe", env: vigilEnv() });
   cleanups.add(() => proc.kill("SIGKILL"));
+  let stderr = "";
+  void (async () => {
+    for await (const chunk of proc.stderr) stderr += new TextDecoder().decode(chunk);
+  })();
   const text = "x".repeat(2_000_000);
   proc.stdin.write(`{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{"name":"echo","arguments":{"text":"${text}"}}}\n`);
   proc.stdin.flush();
-  // Once the server has the call, its 2 MB answer is soon stuck in vigil's writer behind the paused client.
   expect(await waitUntil(() => existsSync(record) && readFileSync(record, "utf8").includes('"id":"big"'), 10_000)).toBe(true);
-  await Bun.sleep(300);
+  // The server's 2 MB answer is in its pipe: vigil has read all but the pipe's last 64 KiB of it, and
+  // its slices to the paused client (whose pipe holds 64 KiB) wait there.
+  expect(await waitUntil(() => stderr.includes('fixture-server answered "big"'), 10_000)).toBe(true);
   // Refused by vigil (jsonrpc is not "2.0"): answered by vigil itself, with its id.
   proc.stdin.write('{"jsonrpc":"1.0","id":"own","method":"ping"}\n');
   proc.stdin.flush();
-  await Bun.sleep(100);
   proc.stdin.end();
   expect(await proc.exited).toBe(0);
   const lines = readFileSync(out, "utf8").split("\n");

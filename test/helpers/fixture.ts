@@ -22,6 +22,7 @@ export interface FixtureEnv {
   FIXTURE_GRANDCHILD?: string;
   FIXTURE_GARBAGE?: boolean;
   FIXTURE_ID_FIRST?: boolean;
+  FIXTURE_ANSWER_MARKERS?: boolean;
   /** `<count>x<bytes>`: that many extra tools with descriptions of that size. */
   FIXTURE_BULK_TOOLS?: string;
 }
