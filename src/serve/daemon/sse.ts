@@ -65,6 +65,10 @@ export class SseStream {
    */
   private wanted = false;
   private closed = false;
+  /** Whether a read waits for the next bytes (`wanted`): what a test waits on before it sends them. */
+  get pullWaiting(): boolean {
+    return this.wanted;
+  }
   /** `endAfterSent`: no new frames; the stream ends once what is queued is sent. */
   private ending = false;
   private replaying: boolean;

@@ -7,6 +7,7 @@ import { describe, expect, test } from "bun:test";
 import { SseStream } from "../../../src/serve/daemon/sse.ts";
 import { Session } from "../../../src/serve/session/session.ts";
 import { unitSessions } from "../../helpers/unit-sessions.ts";
+import { waitFor } from "../../helpers/wait.ts";
 
 const sessions = unitSessions("vigil-unit-sse");
 
@@ -44,11 +45,11 @@ describe("SseStream", () => {
       const reader = sse.stream.getReader();
       expect(decoder.decode((await reader.read()).value)).toContain(": attached");
       const waiting = reader.read(); // nothing queued: the stream waits for the next frame
-      await Bun.sleep(5);
+      await waitFor(() => sse.pullWaiting, { timeoutMs: 5000, label: "the read waits" });
       await s.handle({ type: "get_state", id: `w-${end}` });
       expect(decoder.decode((await waiting).value)).toContain(`"id":"w-${end}"`);
       const last = reader.read();
-      await Bun.sleep(5);
+      await waitFor(() => sse.pullWaiting, { timeoutMs: 5000, label: "the last read waits" });
       sse[end]();
       expect((await last).done).toBe(true);
       expect(closed).toBe(1);
