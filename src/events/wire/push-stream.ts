@@ -74,8 +74,9 @@ export class PushStream {
   /** Set once the consumer no longer wants anything (closed or ended). */
   private done = false;
   private watch: HeartbeatWatch;
-  /** The queue length from which the read gate is held. */
+  /** The queue length, and the weight, from which the read gate is held. */
   private readonly highWater: number;
+  private readonly highWaterBytes: number;
   private stall: ReturnType<Scheduler["setTimeout"]> | null = null;
 
   constructor(
@@ -89,6 +90,7 @@ export class PushStream {
   ) {
     this.watch = openedWatch(clock.now());
     this.highWater = highWaterOf(capacity);
+    this.highWaterBytes = highWaterOf(maxBytes);
   }
 
   /** Whether this stream holds its connection's read gate now. */
@@ -122,7 +124,7 @@ export class PushStream {
     notification.bytes = bytes;
     this.queue.push(notification);
     this.queuedBytes += bytes;
-    if (this.queue.length >= this.highWater || this.queuedBytes >= highWaterOf(this.maxBytes)) this.hold();
+    if (this.queue.length >= this.highWater || this.queuedBytes >= this.highWaterBytes) this.hold();
     this.watch = observed(this.watch, notification.method, this.clock.now());
     this.wake();
     return true;
