@@ -3,10 +3,10 @@
  * events (the log) and the small per-subscription state (the snapshot: cursor, dedup window,
  * runtime spec, last client use).
  *
- * Changes are made in memory and become durable on `commit()`. A commit writes the log first and
- * the snapshot second, so a stored cursor never runs ahead of the events it passed; when the log
- * write fails the snapshot is not written, the unwritten records are kept, and the next commit
- * retries them. Concurrent commits share writes (group commit), and writes never overlap.
+ * Changes are made in memory and become durable on `commit()`. A commit writes the log, then the
+ * snapshot (its temp synced alongside the log, renamed after it): a stored cursor never runs ahead
+ * of the events it passed. A failed log write keeps the records for the next commit and writes no
+ * snapshot. Concurrent commits share writes (group commit); passes never overlap.
  *
  * Nothing is written until there is something to persist: a session that never subscribes leaves
  * no files behind.
@@ -19,7 +19,6 @@
 import { errorMessage } from "../../shared/errors.ts";
 import { logLine } from "../../shared/log.ts";
 import { realScheduler } from "../../shared/time.ts";
-import { writeFileAtomic } from "../../shared/durable/atomic-file.ts";
 import { GroupCommit } from "../../shared/durable/group-commit.ts";
 import type { PendingEntry } from "../types.ts";
 import { BackgroundCommits } from "./background-commits.ts";
@@ -33,6 +32,7 @@ import { NOT_PLAIN, plainJsonCopy } from "./json-copy.ts";
 import { cloneRecord, copyRecord, keyProblem, readSnapshotFile, SNAPSHOT_LIMITS, type ServerKeysData, serverKeysProblem } from "./snapshot.ts";
 import { type SnapshotData, type SubscriptionRecord, snapshotPath } from "./snapshot.ts";
 import { SubscriptionTable } from "./snapshot-table.ts";
+import { SnapshotWrite } from "./snapshot-write.ts";
 import { EventsMeter } from "../metrics.ts";
 
 export type { SubscriptionRecord } from "./snapshot.ts";
@@ -354,35 +354,32 @@ export class EventsStore {
     this.backlog.add(line, bytes);
   }
 
-  /** One write: the log (compacted or appended), then the snapshot, both taken synchronously at its start (the changes counted then). */
+  /**
+   * One write: the log (compacted or appended), then the snapshot, both taken synchronously at its
+   * start (the changes counted then). The snapshot's temp is written and synced alongside the log
+   * and renamed only once the log is durable (snapshot-write.ts).
+   */
   private async writePass(): Promise<void> {
     const snapGen = this.snapGen;
     const snapText = snapGen !== this.snapWrittenGen ? this.subs.fitted(this.lastClient, this.keysOfServers) : null;
+    const path = snapshotPath(this.dir);
+    const snap = typeof snapText === "string" && snapText !== this.snapLastText ? new SnapshotWrite(path, snapText, this.options.fault) : null;
     const pass = this.ledger?.beginPass() ?? null;
     try {
-      await this.backlog.write(this.liveBytes, () => Array.from(this.live.values(), (e) => e.line).join(""), pass?.trailer ?? null);
-    } catch (e) {
-      throw this.writeFailed(this.log.path, e);
-    }
-    // The commit point is behind us: the ledger's lines are in the pending log, then in events.ndjson.
-    if (pass !== null && this.ledger !== null) {
-      this.ledger.embedded(pass);
-      try {
-        await this.ledger.write(pass);
-      } catch (e) {
-        throw this.writeFailed(this.ledger.path, e);
+      await this.step(this.log.path, () => this.backlog.write(this.liveBytes, () => Array.from(this.live.values(), (e) => e.line).join(""), pass?.trailer ?? null));
+      // The commit point is behind us: the ledger's lines are in the pending log, then in events.ndjson.
+      if (pass !== null && this.ledger !== null) {
+        this.ledger.embedded(pass);
+        await this.step(this.ledger.path, () => this.ledger!.write(pass));
       }
+    } catch (e) {
+      await snap?.discard();
+      throw e;
     }
     if (snapText !== null) {
       if (snapText instanceof EventsStoreError) throw snapText; // cannot fit its bound: after the log, not instead of it
-      if (snapText !== this.snapLastText) {
-        const path = snapshotPath(this.dir);
-        try {
-          await this.options.fault?.("snapshot");
-          await writeFileAtomic(path, snapText);
-        } catch (e) {
-          throw this.writeFailed(path, e);
-        }
+      if (snap !== null) {
+        await this.step(path, () => snap.install());
         this.counters.snapshots++;
         this.snapLastText = snapText;
       }
@@ -391,8 +388,13 @@ export class EventsStore {
     this.background.succeeded();
   }
 
-  private writeFailed(path: string, e: unknown): EventsStoreError {
-    if (e instanceof EventsStoreError) return e;
-    return new EventsStoreError("write_failed", `writing ${path} failed (kept for the next write): ${errorMessage(e)}`, { cause: e });
+  /** One write of a pass; its failure is a write_failed EventsStoreError naming the file. */
+  private async step(path: string, write: () => Promise<void>): Promise<void> {
+    try {
+      await write();
+    } catch (e) {
+      if (e instanceof EventsStoreError) throw e;
+      throw new EventsStoreError("write_failed", `writing ${path} failed (kept for the next write): ${errorMessage(e)}`, { cause: e });
+    }
   }
 }

@@ -27,14 +27,30 @@ export interface AtomicWriteOptions {
 
 let counter = 0;
 
+/** A replacement written and fsync'd beside its target, not yet in place (`stageFileAtomic`). */
+export interface StagedFile {
+  /** Renames it over the target and syncs the directory. Rejects with the system error; the old content is then intact unless the rename itself was done. */
+  install(): Promise<void>;
+  /** Removes the temp file: the write it was staged for is abandoned (the old content stays). */
+  discard(): void;
+}
+
 /** Replaces `path` with `bytes` atomically and durably. Rejects with the system error; the old content is then intact. */
 export async function writeFileAtomic(path: string, bytes: Uint8Array | string, options: AtomicWriteOptions = {}): Promise<void> {
+  await (await stageFileAtomic(path, bytes, options)).install();
+}
+
+/**
+ * The first half of `writeFileAtomic`: the temp file created, written and fsync'd, but not renamed.
+ * For a writer whose new content may only take effect once something else is durable, and which
+ * can sync both at once (events-store.ts: the pending log before the snapshot, serve.md §3).
+ */
+export async function stageFileAtomic(path: string, bytes: Uint8Array | string, options: AtomicWriteOptions = {}): Promise<StagedFile> {
   const dir = dirname(path);
   // A crash can leave this file behind: its owner sweeps it on open (temp-files.ts).
   const tmp = tempPathFor(path, process.pid, ++counter, Math.random().toString(36).slice(2, 8));
   const data = typeof bytes === "string" ? Buffer.from(bytes) : bytes;
   let fd: number | undefined;
-  let renamed = false;
   try {
     fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, FILE_MODE);
     let off = 0;
@@ -47,10 +63,6 @@ export async function writeFileAtomic(path: string, bytes: Uint8Array | string, 
     await fsyncFd(fd);
     closeSync(fd);
     fd = undefined;
-    await options.fault?.("before_rename");
-    await new Promise<void>((done, fail) => rename(tmp, path, (e) => (e ? fail(e) : done())));
-    renamed = true;
-    await options.fault?.("after_rename");
   } catch (e) {
     if (fd !== undefined) {
       try {
@@ -59,16 +71,38 @@ export async function writeFileAtomic(path: string, bytes: Uint8Array | string, 
         // already failing: the first error is the one to report
       }
     }
-    if (!renamed) {
-      try {
-        unlinkSync(tmp);
-      } catch {
-        // never created, or already gone
-      }
-    }
+    removeQuietly(tmp);
     throw e;
   }
-  await syncDir(dir);
+  let used = false;
+  return {
+    async install() {
+      if (used) throw new Error(`the staged replacement of ${path} was already installed or discarded`);
+      used = true;
+      try {
+        await options.fault?.("before_rename");
+        await new Promise<void>((done, fail) => rename(tmp, path, (e) => (e ? fail(e) : done())));
+      } catch (e) {
+        removeQuietly(tmp);
+        throw e;
+      }
+      await options.fault?.("after_rename");
+      await syncDir(dir);
+    },
+    discard() {
+      if (used) return;
+      used = true;
+      removeQuietly(tmp);
+    },
+  };
+}
+
+function removeQuietly(tmp: string): void {
+  try {
+    unlinkSync(tmp);
+  } catch {
+    // never created, or already gone
+  }
 }
 
 /** fsync on the thread pool (the callback API: one trip, no FileHandle). */

@@ -1,6 +1,6 @@
 /** The events store under failure: compaction, failed writes and their retries, torn tails, planted symlinks, bounds on load (serve.md §3). */
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readFileSync, statSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { EventsStore, type EventsStoreOptions, maxLogFileBytes } from "../../../src/events/store/events-store.ts";
 import { serializeAdd } from "../../../src/events/store/pending-log.ts";
@@ -102,6 +102,43 @@ describe("compaction", () => {
   });
 });
 
+/** Temp files of atomic writes left in the dir (temp-files.ts names them `.<target>.tmp-…`). */
+const temps = (dir: string) => readdirSync(dir).filter((n) => n.includes(".tmp-"));
+
+describe("ordering within a commit", () => {
+  test("the snapshot's temp is written and synced while the log syncs, and put in place only after the log is durable", async () => {
+    const dir = setup();
+    let release = () => {};
+    const held = new Promise<void>((r) => (release = r));
+    let holding = false;
+    const s = await openStore(dir, {
+      fault: async (op) => {
+        if (op !== "log_sync" || holding) return;
+        holding = true;
+        await held;
+      },
+    });
+    s.tryAdd(ev(1));
+    s.setSubscription("k", { cursor: "1", recent: ["e1"] });
+    const committed = s.commit();
+    const staged = () => temps(dir).filter((n) => n.startsWith(".mcp-events.json.tmp-"));
+    try {
+      // Bounded wait for the overlap's marker: the snapshot staged next to the log while its sync is held.
+      for (let i = 0; i < 500 && !(holding && staged().length > 0); i++) await Bun.sleep(2);
+      expect(holding).toBe(true);
+      expect(staged().length).toBe(1);
+      // The log's sync has not completed: the snapshot (its cursor and dedup window) must not be there yet.
+      expect(existsSync(snapFile(dir))).toBe(false);
+    } finally {
+      release();
+    }
+    await committed;
+    expect(temps(dir)).toEqual([]);
+    expect((await EventsStore.readSnapshot(dir))?.subscriptions.k?.cursor).toBe("1");
+    expect(s.writes).toMatchObject({ logSyncs: 1, snapshots: 1 });
+  });
+});
+
 describe("failed writes", () => {
   for (const op of ["log_append", "log_sync"] as const) {
     test(`a failure at ${op} is reported, the snapshot is not written, and the next commit retries`, async () => {
@@ -115,6 +152,7 @@ describe("failed writes", () => {
       expect(e.kind).toBe("write_failed");
       expect(e.message).toContain(logFile(dir));
       expect(existsSync(snapFile(dir))).toBe(false); // the cursor never runs ahead of the events it passed
+      expect(temps(dir)).toEqual([]); // the snapshot staged beside the log is removed with the failure
       expect(existsSync(logFile(dir)) ? statSync(logFile(dir)).size : 0).toBe(0);
       s.tryAdd(ev(2));
       await s.commit();

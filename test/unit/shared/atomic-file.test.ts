@@ -1,7 +1,7 @@
 /** Atomic snapshot writes and bounded small-file reads (serve.md §3 snapshot rule). */
 import { afterEach, describe, expect, test } from "bun:test";
 import { lstatSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
-import { type AtomicWriteStage, readSmallFile, writeFileAtomic } from "../../../src/shared/durable/atomic-file.ts";
+import { type AtomicWriteStage, readSmallFile, stageFileAtomic, writeFileAtomic } from "../../../src/shared/durable/atomic-file.ts";
 import { StateError } from "../../../src/shared/durable/state-error.ts";
 import { type TmpDir, tmpDir } from "../../helpers/fixture.ts";
 
@@ -66,6 +66,48 @@ describe("writeFileAtomic", () => {
     expect(readFileSync(t.file("victim"), "utf8")).toBe("victim");
     expect(lstatSync(t.file("snap.json")).isSymbolicLink()).toBe(false);
     expect(readFileSync(t.file("snap.json"), "utf8")).toBe("mine");
+  });
+});
+
+describe("stageFileAtomic", () => {
+  test("the staged content takes effect only on install; until then the old content is what a reader sees", async () => {
+    const t = setup();
+    const path = t.file("snap.json");
+    await writeFileAtomic(path, "old");
+    const staged = await stageFileAtomic(path, "new");
+    expect(readFileSync(path, "utf8")).toBe("old");
+    expect(readdirSync(t.path).length).toBe(2); // the target and its synced temp
+    await staged.install();
+    expect(readFileSync(path, "utf8")).toBe("new");
+    expect(lstatSync(path).mode & 0o777).toBe(0o600);
+    expect(readdirSync(t.path)).toEqual(["snap.json"]);
+    await expect(staged.install()).rejects.toThrow("already installed or discarded");
+  });
+
+  test("discard removes the temp and keeps the old content; install after it refuses", async () => {
+    const t = setup();
+    const path = t.file("snap.json");
+    await writeFileAtomic(path, "old");
+    const staged = await stageFileAtomic(path, "abandoned");
+    staged.discard();
+    staged.discard(); // idempotent
+    expect(readdirSync(t.path)).toEqual(["snap.json"]);
+    expect(readFileSync(path, "utf8")).toBe("old");
+    await expect(staged.install()).rejects.toThrow("already installed or discarded");
+    expect(readFileSync(path, "utf8")).toBe("old");
+  });
+
+  test("a failed rename at install removes the temp and keeps the old content", async () => {
+    const t = setup();
+    const path = t.file("snap.json");
+    await writeFileAtomic(path, "old");
+    const fault = (s: AtomicWriteStage) => {
+      if (s === "before_rename") throw Object.assign(new Error("EIO: injected"), { code: "EIO" });
+    };
+    const staged = await stageFileAtomic(path, "new", { fault });
+    await expect(staged.install()).rejects.toThrow("injected");
+    expect(readFileSync(path, "utf8")).toBe("old");
+    expect(readdirSync(t.path)).toEqual(["snap.json"]);
   });
 });
 

@@ -1,0 +1,95 @@
+/**
+ * What one poll page's commit waits for on this disk (issue 16, the "events poll ≥ 50 % of the bare
+ * client + fdatasync" row): wall clock per page on real files in the temp dir, three ways,
+ * alternating in rounds (bench/ab.ts):
+ *
+ *   log only   the pending log appended and fdatasync'd: what the bare client + fdatasync does per
+ *              page, and the floor of any commit;
+ *   before     the store's commit as it was to the second pass: the log, then the snapshot written
+ *              atomically (temp, fsync, rename, directory fsync) with the subscription's new dedup
+ *              window: three syncs in series (the same store for the log, then writeFileAtomic);
+ *   now        the store's commit (events-store.ts, snapshot-write.ts): the snapshot's temp written
+ *              and fsync'd while the log syncs, renamed (and the directory synced) once the log is
+ *              durable, which keeps serve.md §3's order with two syncs in series.
+ *
+ * Each page is 50 events of the fixture's size and one subscription with a full 1,024-id window;
+ * the three variants write to their own directories. The figures are this disk's (its sync
+ * latency), not vigil's CPU.
+ *
+ *   bun bench/events/commit-syncs.ts [--iterations N]   (pages per variant per round)
+ */
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { EventsStore } from "../../src/events/store/events-store.ts";
+import { SubscriptionTable } from "../../src/events/store/snapshot-table.ts";
+import { copyRecord } from "../../src/events/store/snapshot.ts";
+import type { PendingEntry } from "../../src/events/types.ts";
+import { writeFileAtomic } from "../../src/shared/durable/atomic-file.ts";
+import { alternate, iterations } from "../ab.ts";
+import { fmt, table } from "../report.ts";
+
+const n = iterations({ usage: "bun bench/events/commit-syncs.ts [--iterations N]", fallback: 40, min: 5, max: 10_000 });
+const PAGE = 50;
+const KEY = 'tickets\u0000ticket.updated\u0000{}';
+const OPTIONS = { maxPending: 100_000_000, maxPendingBytes: 1 << 30 };
+
+const event = (page: number, i: number): Omit<PendingEntry, "seq"> => ({
+  action: "follow_up",
+  server: "tickets",
+  name: "ticket.updated",
+  arguments: {},
+  event: { eventId: `evt-${page * PAGE + i}`, name: "ticket.updated", timestamp: "2026-12-02T00:00:00.000Z", data: { ticket: page * PAGE + i, status: "open", note: "n".repeat(160) } },
+});
+const record = (page: number) => copyRecord({ cursor: `c-${page}`, recent: Array.from({ length: 1024 }, (_, i) => `evt-${page * PAGE - 1024 + i}`) });
+const root = mkdtempSync(join(tmpdir(), "vigil-bench-commit-syncs-"));
+try {
+  const dirs = ["log-only", "before", "now"].map((name) => {
+    mkdirSync(join(root, name));
+    return join(root, name);
+  });
+  const [logOnly, before, now] = await Promise.all(dirs.map((d) => EventsStore.open(d, OPTIONS)));
+  const pages = [0, 0, 0];
+  const take = (store: EventsStore, v: number) => {
+    const page = ++pages[v]! + 1024 / PAGE;
+    for (let i = 0; i < PAGE; i++) store.tryAdd(event(page, i));
+    return page;
+  };
+  const beforeTable = new SubscriptionTable();
+  const beforeSnapshot = join(dirs[1]!, "mcp-events.json");
+  const variants: (() => Promise<void>)[] = [
+    async () => {
+      take(logOnly!, 0);
+      await logOnly!.commit();
+    },
+    async () => {
+      beforeTable.set(KEY, record(take(before!, 1)));
+      const text = beforeTable.fitted(null);
+      if (typeof text !== "string") throw text;
+      await before!.commit();
+      await writeFileAtomic(beforeSnapshot, text);
+    },
+    async () => {
+      now!.setSubscription(KEY, record(take(now!, 2)));
+      await now!.commit();
+    },
+  ];
+  const [a, b, c] = await alternate(variants, { calls: n, warmup: 5 });
+  // Both wrote the same snapshot after the same number of pages.
+  if (readFileSync(beforeSnapshot, "utf8") !== readFileSync(join(dirs[2]!, "mcp-events.json"), "utf8")) throw new Error("before and now wrote different snapshots");
+  const row = (name: string, us: number) => [name, fmt(us), `${fmt((us / b!) * 100)} %`];
+  const lines = [
+    `One poll page's commit on real files (${PAGE} events, one subscription with a full window), wall µs per page, median of rounds; Bun ${Bun.version}, ${n} pages per variant per round`,
+    "",
+    ...table(["commit", "µs per page", "vs before"], [
+      row("pending log appended + fdatasync only (the bare client + fdatasync's work per page)", a!),
+      row("before: the log, then the snapshot (temp, fsync, rename, directory fsync)", b!),
+      row("now: the snapshot's temp synced alongside the log, renamed after it", c!),
+    ], ["l", "r", "r"]),
+    "",
+  ];
+  process.stdout.write(lines.join("\n"));
+  await Promise.all([logOnly, before, now].map((s) => s!.close()));
+} finally {
+  rmSync(root, { recursive: true, force: true });
+}
