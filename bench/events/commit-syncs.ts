@@ -21,6 +21,7 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { DEDUP_CAPACITY } from "../../src/events/rules/dedup.ts";
 import { EventsStore } from "../../src/events/store/events-store.ts";
 import { SubscriptionTable } from "../../src/events/store/snapshot-table.ts";
 import { copyRecord } from "../../src/events/store/snapshot.ts";
@@ -31,6 +32,8 @@ import { fmt, table } from "../report.ts";
 
 const n = iterations({ usage: "bun bench/events/commit-syncs.ts [--iterations N]", fallback: 40, min: 5, max: 10_000 });
 const PAGE = 50;
+/** Pages start here, so that a page's full window holds only ids of earlier events (none negative). */
+const FIRST_PAGE = Math.ceil(DEDUP_CAPACITY / PAGE);
 const KEY = 'tickets\u0000ticket.updated\u0000{}';
 const OPTIONS = { maxPending: 100_000_000, maxPendingBytes: 1 << 30 };
 
@@ -41,7 +44,7 @@ const event = (page: number, i: number): Omit<PendingEntry, "seq"> => ({
   arguments: {},
   event: { eventId: `evt-${page * PAGE + i}`, name: "ticket.updated", timestamp: "2026-12-02T00:00:00.000Z", data: { ticket: page * PAGE + i, status: "open", note: "n".repeat(160) } },
 });
-const record = (page: number) => copyRecord({ cursor: `c-${page}`, recent: Array.from({ length: 1024 }, (_, i) => `evt-${page * PAGE - 1024 + i}`) });
+const record = (page: number) => copyRecord({ cursor: `c-${page}`, recent: Array.from({ length: DEDUP_CAPACITY }, (_, i) => `evt-${page * PAGE - DEDUP_CAPACITY + i}`) });
 const root = mkdtempSync(join(tmpdir(), "vigil-bench-commit-syncs-"));
 try {
   const dirs = ["log-only", "before", "now"].map((name) => {
@@ -51,7 +54,7 @@ try {
   const [logOnly, before, now] = await Promise.all(dirs.map((d) => EventsStore.open(d, OPTIONS)));
   const pages = [0, 0, 0];
   const take = (store: EventsStore, v: number) => {
-    const page = ++pages[v]! + 1024 / PAGE;
+    const page = FIRST_PAGE + ++pages[v]!;
     for (let i = 0; i < PAGE; i++) store.tryAdd(event(page, i));
     return page;
   };
