@@ -294,8 +294,8 @@ interface Setup {
   delivery: Delivery;
   transport: Transport;
   target: Target;
-  /** Baseline variant: bare, fdatasync per page, or one model request per page. */
-  variant: "bare" | "fsync" | "model";
+  /** Baseline variant: bare, fdatasync per page, the floor of a durable page (baseline.ts --floor), or one model request per page. */
+  variant: "bare" | "fsync" | "floor" | "model";
   /** vigil: VIGIL_EVENTS_STREAM_BUFFER (default: the knob's default, 256). */
   buffer?: number;
 }
@@ -314,6 +314,7 @@ const SETUPS: Setup[] = [
   { id: "baseline poll stdio", who: "baseline", delivery: "poll", transport: "stdio", target: "log", variant: "bare" },
   { id: "baseline push stdio", who: "baseline", delivery: "push", transport: "stdio", target: "log", variant: "bare" },
   { id: "baseline poll http + fdatasync", who: "baseline", delivery: "poll", transport: "http", target: "log", variant: "fsync" },
+  { id: "baseline poll http, floor", who: "baseline", delivery: "poll", transport: "http", target: "log", variant: "floor" },
   { id: "baseline poll http → model", who: "baseline", delivery: "poll", transport: "http", target: "model", variant: "model" },
 ];
 
@@ -559,6 +560,7 @@ async function baselineRun(setup: Setup, round: number, n: number): Promise<Flow
       args.push("--stdio", FIXTURE, "--stdio", join(dir, "control-url"));
     }
     if (setup.variant === "fsync") args.push("--fsync", join(dir, "pages.log"));
+    if (setup.variant === "floor") args.push("--floor", dir);
     if (model !== null) args.push("--model", model.url);
     client = spawnChild(setup.id, args, { env: { MCP_FIXTURE_NEXT_POLL_MS: String(NEXT_POLL_MS) } });
     const c = client;
@@ -782,6 +784,7 @@ function label(s: Setup): string {
     return `\`vigil serve\` ${s.delivery} over ${s.transport}${s.buffer !== undefined ? `, stream buffer ${fmt(s.buffer)}` : ""}${s.target === "model" ? " → model" : ""}`;
   }
   if (s.variant === "model") return "baseline: bare SDK client, poll over http, one model request per page (no history)";
+  if (s.variant === "floor") return "floor: the bare SDK client doing the least a durable page needs (bench/events/baseline.ts --floor: add lines, frames, log fdatasync + atomic snapshot per page)";
   return `baseline: bare SDK client, ${s.delivery} over ${s.transport}${s.variant === "fsync" ? " + append & fdatasync per page" : ""}`;
 }
 
@@ -795,7 +798,7 @@ function ingestionTable(r: Results): string[] {
       label(s),
       `${fmt(median(rates))}${rangeOf(rates)}`,
       vigil ? pct(median(rates) / rateOf(r, baselineFor(s))) : "—",
-      vigil && s.delivery === "poll" && s.transport === "http" ? pct(median(rates) / rateOf(r, "baseline poll http + fdatasync")) : "—",
+      (vigil || s.variant === "floor") && s.delivery === "poll" && s.transport === "http" ? pct(median(rates) / rateOf(r, "baseline poll http + fdatasync")) : "—",
       fmt(median(runs.map((x) => x.ms))),
       fmt(median(runs.map(cpuPerEvent))),
       pct(median(runs.map(busy))),

@@ -15,7 +15,18 @@
  *            (store-and-forward + one write per line; still no parsing)
  *   batched  the same framing, but without the concatenation and with one write per contiguous run
  *            of complete lines (what a proxy could do in the common case)
+ *   decisions the least per-message work wrap.md §2 and §5 ask of a proxy with a decision log, done
+ *            as cheaply as Bun allows — a lower bound on any implementation, ours included. Client →
+ *            server: lines framed as in `lines`, each `JSON.parse`d (looser than §10's strict parse:
+ *            no duplicate-key or UTF-8 check), and for a `tools/call` a CloudEvents decision record
+ *            (`JSON.stringify`, the arguments' SHA-256 over `JSON.stringify`, not canonical JSON);
+ *            the records of one read go out in one `writeSync` to RELAY_DECISION_LOG, and into a
+ *            running SHA-256 of the written bytes, before anything of that read is forwarded.
+ *            Server → client: the `batched` framing plus an `indexOf` for each line's `"id"` (what
+ *            receipts need). No policy, no receipts, no chain, no cap, no validation.
  */
+
+import { openSync, writeSync } from "node:fs";
 
 // Bun itself drops a "--" that directly follows the script; accept the command either way.
 const rest = process.argv.slice(2);
@@ -25,7 +36,7 @@ if (argv.length === 0) {
   process.exit(2);
 }
 const mode = process.env.RELAY_MODE ?? "bytes";
-if (mode !== "bytes" && mode !== "lines" && mode !== "batched") {
+if (mode !== "bytes" && mode !== "lines" && mode !== "batched" && mode !== "decisions") {
   process.stderr.write(`relay: unknown RELAY_MODE ${mode}\n`);
   process.exit(2);
 }
@@ -86,9 +97,68 @@ function lineFramer(batched: boolean): Framer {
   };
 }
 
-async function pump(source: ReadableStream<Uint8Array>, sink: Sink): Promise<void> {
+/** `decisions`, client → server: every line parsed; the read's decision records written (one `writeSync`) before it is forwarded. */
+function decidingFramer(logPath: string): Framer {
+  const lines = lineFramer(false);
+  const fd = openSync(logPath, "wx", 0o600);
+  const prefix = new Bun.CryptoHasher("sha256");
+  let seq = 0;
+  return (chunk) => {
+    const out = lines(chunk);
+    let records = "";
+    for (const line of out) {
+      const msg = JSON.parse(decoder.decode(line)) as { id?: unknown; method?: unknown; params?: { name?: unknown; arguments?: unknown } };
+      if (msg.method !== "tools/call") continue;
+      const digest = new Bun.CryptoHasher("sha256").update(JSON.stringify(msg.params?.arguments ?? {})).digest("hex");
+      const n = seq++;
+      records += `${JSON.stringify({
+        specversion: "1.0", type: "vigil.mcp.decision.v1", source: "vigil://bench/x", id: `evt_decision_s_${n}`, time: new Date().toISOString(),
+        datacontenttype: "application/json", subject: msg.params?.name,
+        data: { session_id: "s", seq: n, server_id: "bench", request_id: msg.id, tool: msg.params?.name, decision: "allow", reason_code: "P_ALLOW", reason: "allow-all", matched_rule: null, policy_digest: null, arguments_sha256: digest, dry_run: false },
+      })}\n`;
+    }
+    if (records !== "") {
+      const bytes = Buffer.from(records);
+      if (writeSync(fd, bytes) !== bytes.length) throw new Error("short write to the decision log");
+      prefix.update(bytes);
+    }
+    return out;
+  };
+}
+
+/** `decisions`, server → client: whole runs of lines, each line's `"id"` located (not parsed). */
+function idLocatingFramer(): Framer {
+  const lines = lineFramer(true);
+  const ID = Buffer.from('"id"');
+  return (chunk) => {
+    const out = lines(chunk);
+    for (const piece of out) {
+      const bytes = Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength); // a view, not a copy
+      for (let start = 0, nl = bytes.indexOf(0x0a); nl >= 0; start = nl + 1, nl = bytes.indexOf(0x0a, start)) {
+        const at = bytes.indexOf(ID, start);
+        if (at < 0 || at > nl) located.missing++;
+      }
+    }
+    return out;
+  };
+}
+const located = { missing: 0 };
+const decoder = new TextDecoder();
+
+function framerFor(direction: "up" | "down"): Framer | null {
+  if (mode === "bytes") return null;
+  if (mode !== "decisions") return lineFramer(mode === "batched");
+  if (direction === "down") return idLocatingFramer();
+  const log = process.env.RELAY_DECISION_LOG;
+  if (log === undefined || log === "") {
+    process.stderr.write("relay: RELAY_MODE=decisions needs RELAY_DECISION_LOG\n");
+    process.exit(2);
+  }
+  return decidingFramer(log);
+}
+
+async function pump(source: ReadableStream<Uint8Array>, sink: Sink, frame: Framer | null): Promise<void> {
   const reader = source.getReader();
-  const frame: Framer | null = mode === "bytes" ? null : lineFramer(mode === "batched");
   try {
     for (;;) {
       const { value, done } = await reader.read();
@@ -111,8 +181,8 @@ async function pump(source: ReadableStream<Uint8Array>, sink: Sink): Promise<voi
   }
 }
 
-const upstream = pump(Bun.stdin.stream(), child.stdin);
-const downstream = pump(child.stdout as ReadableStream<Uint8Array>, Bun.stdout.writer());
+const upstream = pump(Bun.stdin.stream(), child.stdin, framerFor("up"));
+const downstream = pump(child.stdout as ReadableStream<Uint8Array>, Bun.stdout.writer(), framerFor("down"));
 
 await downstream;
 const code = await Promise.race([child.exited, Bun.sleep(3000).then(() => null)]);

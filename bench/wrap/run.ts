@@ -3,6 +3,8 @@
  *
  *   direct        the client spawns the server                         (anchor)
  *   relay         client → bench/wrap/relay.ts → server                (floor of one extra hop)
+ *   relay-decisions  the same relay doing the least a proxy with a decision log must do per message
+ *                 (RELAY_MODE=decisions): the floor of the required work, to read the targets against
  *   wrap          client → dist/vigil wrap --allow-all + decision log → server   (the target)
  *   wrap+policy   client → dist/vigil wrap --policy + --capture-dir → server     (informational)
  *
@@ -23,7 +25,7 @@
  *   --signing           setups relay,wrap-capture,wrap-signed: what a signing key adds, same run (target: added p50 ≤ 5 µs)
  *   --quick             one short round (smoke test; never written)
  *   --phases            any of latency,throughput,large (default: all)
- *   --setups            any of the setups below (default: direct,relay,wrap,wrap+policy)
+ *   --setups            any of the setups below (default: direct,relay,relay-decisions,wrap,wrap+policy)
  *     wrap-capture      dist/vigil wrap --allow-all --capture-dir DIR (no key)
  *     wrap-signed       the same with --signing-key (a key made for the run, 0600, in the temp dir)
  *     wrap-nolog        dist/vigil wrap --allow-all without any evidence output
@@ -31,6 +33,8 @@
  *     wrap-alt          the same from another tree (--alt DIR), to A/B a patch without touching src/
  *     relay-lines       relay.ts, RELAY_MODE=lines: line framing, store-and-forward, a write per line
  *     relay-batched     relay.ts, RELAY_MODE=batched: line framing, one write per run of lines
+ *     relay-decisions   relay.ts, RELAY_MODE=decisions: the least per-message work of a proxy with a
+ *                       decision log (parse, digest, record, one write per read before the forward)
  *   --latency-warmup N  untimed echo calls before the latency samples (default 5000)
  *   --blob-calls N      timed 8 MiB calls per large-phase run (default 30)
  *   --profile DIR       wrap-src / wrap-alt write a Bun CPU profile (markdown) per run into DIR
@@ -107,7 +111,7 @@ interface Config {
 }
 
 const SETUP_NAMES = [
-  "direct", "relay", "wrap", "wrap+policy", "wrap-capture", "wrap-signed", "wrap-nolog", "wrap-src", "wrap-alt", "relay-lines", "relay-batched",
+  "direct", "relay", "wrap", "wrap+policy", "wrap-capture", "wrap-signed", "wrap-nolog", "wrap-src", "wrap-alt", "relay-lines", "relay-batched", "relay-decisions",
 ] as const;
 type SetupName = (typeof SETUP_NAMES)[number];
 const PHASE_NAMES = ["latency", "throughput", "large"] as const;
@@ -119,7 +123,7 @@ function parseArgs(argv: string[]): Config {
     quick: false,
     signing: false,
     rounds: 5,
-    setups: ["direct", "relay", "wrap", "wrap+policy"],
+    setups: ["direct", "relay", "relay-decisions", "wrap", "wrap+policy"],
     phases: [...PHASE_NAMES],
     latencyWarmup: 5000,
     latencyCalls: 5000,
@@ -275,6 +279,8 @@ interface Setup {
   middle: string | null;
   argv(dir: string): string[];
   env?: Record<string, string>;
+  /** Environment that names a file in the run's directory. */
+  envFor?(dir: string): Record<string, string>;
   /** Where the decision log lands, to check that every call was recorded. */
   decisionLog?(dir: string): string;
   /** A signed capture's directory: its checkpoints and capture.dsse.json are checked too. */
@@ -286,6 +292,8 @@ const DESCRIBE: Record<SetupName, string> = {
   relay: "`bun bench/wrap/relay.ts -- bun bench/wrap/server.ts`: byte relay, the floor of one extra hop",
   "relay-lines": "relay.ts with RELAY_MODE=lines: whole lines only, concatenated when they span chunks, one write per line (experiment)",
   "relay-batched": "relay.ts with RELAY_MODE=batched: whole lines only, no concatenation, one write per run of lines (experiment)",
+  "relay-decisions":
+    "relay.ts with RELAY_MODE=decisions: every client line `JSON.parse`d, a decision record per `tools/call` (arguments' SHA-256, `JSON.stringify`), a read's records in one `writeSync` before its forward, the server lines' `\"id\"` located: a lower bound on any wrap with a decision log (experiment)",
   wrap: "`dist/vigil wrap --allow-all --event-source vigil://bench/x --decision-log D --decision-log-new -- bun bench/wrap/server.ts` (the target)",
   "wrap+policy": "`dist/vigil wrap --policy bench/wrap/policy.yaml --capture-dir DIR --event-source … -- …`: allow-list + argument schemas, decision log, receipts (request/response SHA-256), context/stop records, manifest (informational)",
   "wrap-capture":
@@ -303,6 +311,14 @@ const SETUPS: Record<SetupName, Setup> = {
   // Experiments (bench/wrap/relay.ts RELAY_MODE): line framing with store-and-forward, no parsing.
   "relay-lines": { name: "relay-lines", middle: "relay", argv: () => [BUN, RELAY, "--", BUN, SERVER], env: { RELAY_MODE: "lines" } },
   "relay-batched": { name: "relay-batched", middle: "relay", argv: () => [BUN, RELAY, "--", BUN, SERVER], env: { RELAY_MODE: "batched" } },
+  "relay-decisions": {
+    name: "relay-decisions",
+    middle: "relay",
+    argv: () => [BUN, RELAY, "--", BUN, SERVER],
+    env: { RELAY_MODE: "decisions" },
+    envFor: (dir) => ({ RELAY_DECISION_LOG: join(dir, "d.ndjson") }),
+    decisionLog: (dir) => join(dir, "d.ndjson"),
+  },
   wrap: {
     name: "wrap",
     middle: "vigil",
@@ -407,7 +423,7 @@ class Peer {
       stdin: "pipe",
       stdout: "pipe",
       stderr: "pipe",
-      ...(setup.env ? { env: { ...process.env, ...setup.env } } : {}),
+      ...(setup.env || setup.envFor ? { env: { ...process.env, ...setup.env, ...setup.envFor?.(dir) } } : {}),
     });
     this.pid = this.proc.pid;
     liveGroups.add(this.pid);
@@ -884,6 +900,7 @@ const BASE: Partial<Record<SetupName, SetupName>> = {
   "wrap-alt": "relay",
   "relay-lines": "relay",
   "relay-batched": "relay",
+  "relay-decisions": "relay",
 };
 const kib = (v: number | null) => (v === null || Number.isNaN(v) ? "—" : (v / 1024).toFixed(1));
 
@@ -923,6 +940,10 @@ function report(c: Config, got: Collected): { tables: Table[]; targets: Target[]
         const v = median(add50);
         targets.push({ name: "added p50 latency of wrap (decision log) over the relay ≤ 25 µs (issue 16)", measured: `${signed(v)} µs${spread(add50, 1)}`, met: v <= 25 });
         targets.push({ name: "added p50 latency of wrap (decision log) over the relay ≤ 50 µs (wrap.md §11)", measured: `${signed(v)} µs`, met: v <= 50 });
+      }
+      if (name === "relay-decisions" && rounds("relay", got.latency) > 0) {
+        const r = perRound(got.latency, name, "relay", (x, y) => x.p99 / y.p99);
+        targets.push({ name: "the floor (relay-decisions): p99 over the relay's; added p50 over the relay (informational)", measured: `${median(r).toFixed(2)}×${spread(r, 2)}; ${signed(median(add50))} µs`, met: null });
       }
       // Issue 16: the tail, as a ratio to the relay's p99 in the same round.
       const p99Limit = name === "wrap" ? 1.5 : name === "wrap+policy" ? 2 : null;
@@ -978,6 +999,9 @@ function report(c: Config, got: Collected): { tables: Table[]; targets: Target[]
         const v = median(ratio);
         targets.push({ name: "throughput of 1 KiB messages, wrap ≥ 70 % of the relay (wrap.md §11, issue 16)", measured: `${pct(v)}${ratio.length > 1 ? ` (${pct(Math.min(...ratio))}–${pct(Math.max(...ratio))})` : ""}`, met: v >= 0.7 });
       }
+      if (name === "relay-decisions" && hasRelay) {
+        targets.push({ name: "the floor (relay-decisions): throughput of 1 KiB messages over the relay's (informational)", measured: `${pct(median(ratio))}${ratio.length > 1 ? ` (${pct(Math.min(...ratio))}–${pct(Math.max(...ratio))})` : ""}`, met: null });
+      }
       if (name === "wrap-signed" && rounds("wrap-capture", got.throughput) > 0) {
         const r = perRound(got.throughput, name, "wrap-capture", (x, y) => x.perSecond / y.perSecond);
         targets.push({ name: "throughput of 1 KiB messages, wrap-signed / wrap-capture (informational)", measured: `${pct(median(r))}${r.length > 1 ? ` (${pct(Math.min(...r))}–${pct(Math.max(...r))})` : ""}`, met: null });
@@ -1015,6 +1039,13 @@ function report(c: Config, got: Collected): { tables: Table[]; targets: Target[]
         cpuCell(rs.map((r) => r.serverCpu)),
         cpuCell(rs.map((r) => r.clientCpu)),
       ]);
+      if (name === "relay" && growth.length) {
+        targets.push({ name: "the relay itself (it holds nothing): VmHWM growth over the same calls (informational)", measured: `${signed(Math.max(...growth) / 1024, 1)} MiB (worst round)`, met: null });
+      }
+      if (name === "relay-decisions" && hasRelay) {
+        const worst = growth.length ? `; VmHWM ${signed(Math.max(...growth) / 1024, 1)} MiB (worst round)` : "";
+        targets.push({ name: "the floor (relay-decisions): 8 MiB results over the relay's MiB/s; VmHWM growth (informational)", measured: `${pct(median(ratio))}${worst}`, met: null });
+      }
       if (name === "wrap" && hasRelay) {
         const v = median(ratio);
         targets.push({ name: "8 MiB results, wrap ≥ 85 % of the relay's MiB/s (issue 16)", measured: pct(v), met: v >= 0.85 });
