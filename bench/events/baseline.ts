@@ -10,7 +10,9 @@
  * Variants (poll only): `--fsync FILE` appends each page's events to FILE as JSON lines and
  * fdatasyncs before the next poll (what durability alone costs, one sync per page); `--model URL`
  * sends each page to an OpenAI-compatible model as one chat completion (no history) and waits for
- * the answer before the next poll (the floor of "delivered to the model", 50 events per request);
+ * the answer before the next poll (the floor of "delivered to the model", 50 events per request),
+ * and with `--history BYTES` also the earlier pages and answers, up to BYTES of their text (what a
+ * session's bounded context sends again with each batch, without any of its bookkeeping);
  * `--floor DIR` does, per page, the least that serve.md §3 and the design it keeps (reference notes
  * §3.2: a poll cursor advance waits for a commit of the log, then the snapshot) ask of any
  * implementation, as cheaply as Bun allows — a lower bound, not a rival design:
@@ -23,7 +25,7 @@
  *   No validation, metrics, status frames, bounds or fault handling.
  *
  *   bun bench/events/baseline.ts --mode poll|push --events N (--url MCP_URL | --stdio FIXTURE CONTROL_FILE)
- *                                [--fsync FILE] [--model URL] [--floor DIR]
+ *                                [--fsync FILE] [--model URL [--history BYTES]] [--floor DIR]
  *
  * Talks to its parent on stdout, one JSON line each: `{"ready":true,"control":URL|null,"pid":P}` once
  * the subscription is established (poll: the first, bootstrapping page; push: `active`), then
@@ -47,6 +49,7 @@ const { values: a } = parseArgs({
     fsync: { type: "string" },
     model: { type: "string" },
     floor: { type: "string" },
+    history: { type: "string" },
     name: { type: "string", default: "ticket.updated" },
   },
   allowPositionals: true,
@@ -152,18 +155,30 @@ function commitFloor(events: Record<string, unknown>[], cursor: string | null): 
   closeSync(d);
 }
 
+/** `--history BYTES`: the earlier pages and answers sent again with each page, oldest dropped first past BYTES of text. */
+const historyBytes = a.history === undefined ? 0 : Number(a.history);
+const history: { role: "user" | "assistant"; content: string }[] = [];
+let historyHeld = 0;
+
 async function toModel(events: Record<string, unknown>[]): Promise<void> {
   const text = events
     .map((e) => `<mcp_event name="${String(e.name)}" event_id="${String(e.eventId)}">\n${JSON.stringify(e.data ?? null)}\n</mcp_event>`)
     .join("\n\n");
+  const user = { role: "user" as const, content: text };
   const res = await fetch(`${a.model}/chat/completions`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ model: "mock-model", messages: [{ role: "system", content: "bench" }, { role: "user", content: text }] }),
+    body: JSON.stringify({ model: "mock-model", messages: [{ role: "system", content: "bench" }, ...history, user] }),
   });
   requests++;
   if (res.status !== 200) throw new Error(`model: HTTP ${res.status}`);
-  await res.json();
+  const answer = (await res.json()) as { choices?: { message?: { content?: unknown } }[] };
+  if (historyBytes > 0) {
+    const reply = String(answer.choices?.[0]?.message?.content ?? "");
+    history.push(user, { role: "assistant", content: reply });
+    historyHeld += text.length + reply.length;
+    while (historyHeld > historyBytes && history.length > 2) historyHeld -= history.shift()!.content.length + history.shift()!.content.length;
+  }
 }
 
 /** Takes a page (or a run of pushed events): new ones only, stored or sent when asked to. */

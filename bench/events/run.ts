@@ -88,6 +88,12 @@ const PUSH_MAX_HTTP = 4096;
 const PROBE_MS = 5_000;
 /** A push stream buffer that a burst never overflows (the A/B of the default's overflow cost). */
 const BIG_BUFFER = 100_000;
+/**
+ * The history the floor of "to the model" sends with each page (baseline.ts --history): text of the
+ * earlier pages and answers, sized so that its median request matches vigil's (~65 KiB in the
+ * 2026-12-02 runs: the bounded context of the long-running issue).
+ */
+const HISTORY_TEXT_BYTES = 56 * 1024;
 
 
 // ---------------------------------------------------------------------------------------------
@@ -295,7 +301,7 @@ interface Setup {
   transport: Transport;
   target: Target;
   /** Baseline variant: bare, fdatasync per page, the floor of a durable page (baseline.ts --floor), or one model request per page. */
-  variant: "bare" | "fsync" | "floor" | "model";
+  variant: "bare" | "fsync" | "floor" | "model" | "model-history";
   /** vigil: VIGIL_EVENTS_STREAM_BUFFER (default: the knob's default, 256). */
   buffer?: number;
 }
@@ -316,6 +322,7 @@ const SETUPS: Setup[] = [
   { id: "baseline poll http + fdatasync", who: "baseline", delivery: "poll", transport: "http", target: "log", variant: "fsync" },
   { id: "baseline poll http, floor", who: "baseline", delivery: "poll", transport: "http", target: "log", variant: "floor" },
   { id: "baseline poll http → model", who: "baseline", delivery: "poll", transport: "http", target: "model", variant: "model" },
+  { id: "baseline poll http → model, history", who: "baseline", delivery: "poll", transport: "http", target: "model", variant: "model-history" },
 ];
 
 interface ModelStats {
@@ -546,7 +553,7 @@ async function loopBlockSince(v: Child, from: number): Promise<{ block: number; 
 async function baselineRun(setup: Setup, round: number, n: number): Promise<FlowRun> {
   const dir = join(tempRoot!, `run-${round}-${setup.id.replace(/[^a-z]+/g, "-")}`);
   mkdirSync(dir, { recursive: true });
-  const model = setup.variant === "model" ? await newModel() : null;
+  const model = setup.target === "model" ? await newModel() : null;
   const tally = model !== null ? countingModel(model) : null;
   let httpFixture: Awaited<ReturnType<typeof startHttpFixture>> | null = null;
   let stdioFixturePid: number | null = null;
@@ -562,6 +569,7 @@ async function baselineRun(setup: Setup, round: number, n: number): Promise<Flow
     if (setup.variant === "fsync") args.push("--fsync", join(dir, "pages.log"));
     if (setup.variant === "floor") args.push("--floor", dir);
     if (model !== null) args.push("--model", model.url);
+    if (setup.variant === "model-history") args.push("--history", String(HISTORY_TEXT_BYTES));
     client = spawnChild(setup.id, args, { env: { MCP_FIXTURE_NEXT_POLL_MS: String(NEXT_POLL_MS) } });
     const c = client;
     const ready = JSON.parse((await waitLine(c, /^(\{"ready".*\})$/, START_MS))[1]!) as { control: string | null; pid: number | null };
@@ -784,6 +792,7 @@ function label(s: Setup): string {
     return `\`vigil serve\` ${s.delivery} over ${s.transport}${s.buffer !== undefined ? `, stream buffer ${fmt(s.buffer)}` : ""}${s.target === "model" ? " → model" : ""}`;
   }
   if (s.variant === "model") return "baseline: bare SDK client, poll over http, one model request per page (no history)";
+  if (s.variant === "model-history") return `floor: the same, each request also carrying the earlier pages and answers (≤ ${fmt(HISTORY_TEXT_BYTES / 1024)} KiB of their text)`;
   if (s.variant === "floor") return "floor: the bare SDK client doing the least a durable page needs (bench/events/baseline.ts --floor: add lines, frames, log fdatasync + atomic snapshot per page)";
   return `baseline: bare SDK client, ${s.delivery} over ${s.transport}${s.variant === "fsync" ? " + append & fdatasync per page" : ""}`;
 }
@@ -825,7 +834,7 @@ function modelTable(r: Results): string[] {
     return [[
       label(s),
       `${fmt(median(rates))}${rangeOf(rates)}`,
-      vigil ? pct(median(rates) / rateOf(r, baselineFor(s))) : "—",
+      vigil || s.variant === "model-history" ? pct(median(rates) / rateOf(r, baselineFor(s))) : "—",
       vigil ? fmt(m((x) => x.ingestedMs)) : "—",
       vigil ? fmt(m((x) => x.whileIngesting)) : "—",
       vigil ? fmt(m((x) => x.afterIngesting)) : "—",

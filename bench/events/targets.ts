@@ -14,7 +14,8 @@
  *   default); at another size these rows and the three above are reported but not judged;
  * - events → model ≥ 30 % of the baseline (one history-less request per page), poll and push over
  *   HTTP. The issue's figure was for 5,000 events; the model phase runs `--model-events` (default
- *   20,000, enough batches to tell a flat batch size from a growing one), and the row names N.
+ *   20,000, enough batches to tell a flat batch size from a growing one), and the row names N;
+ *   next to them, informational, the floor that also sends a session's history with each page.
  */
 import { type Target, fmt, median } from "../report.ts";
 
@@ -90,6 +91,10 @@ export function eventsTargets(runs: readonly TargetRun[], n: { events: number; m
     if (!has(id, "baseline poll http → model")) continue;
     const v = ratio(id, "baseline poll http → model");
     out.push({ name: `events → model (${d} over HTTP, ${fmt(n.modelEvents)} events) ≥ 30 % of the baseline`, measured: pct(v), met: Number.isFinite(v) ? v >= 0.3 : null });
+  }
+  if (has("baseline poll http → model, history", "baseline poll http → model")) {
+    const v = ratio("baseline poll http → model, history", "baseline poll http → model");
+    out.push({ name: "the floor with a session's history (baseline.ts --history) on the same measure (informational)", measured: pct(v), met: null });
   }
   return out;
 }
