@@ -23,7 +23,8 @@
  *            the records of one read go out in one `writeSync` to RELAY_DECISION_LOG, and into a
  *            running SHA-256 of the written bytes, before anything of that read is forwarded.
  *            Server → client: the `batched` framing plus an `indexOf` for each line's `"id"` (what
- *            receipts need). No policy, no receipts, no chain, no cap, no validation.
+ *            receipts need), over every piece of a line until found. No policy, no receipts, no
+ *            chain, no cap, no validation.
  */
 
 import { openSync, writeSync } from "node:fs";
@@ -126,17 +127,28 @@ function decidingFramer(logPath: string): Framer {
   };
 }
 
-/** `decisions`, server → client: whole runs of lines, each line's `"id"` located (not parsed). */
+/**
+ * `decisions`, server → client: whole runs of lines; each line searched for `"id"` (not parsed),
+ * across the pieces of a line that spans reads, since a server may put it last (after the result).
+ */
 function idLocatingFramer(): Framer {
   const lines = lineFramer(true);
   const ID = Buffer.from('"id"');
+  let found = false;
   return (chunk) => {
     const out = lines(chunk);
     for (const piece of out) {
       const bytes = Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength); // a view, not a copy
-      for (let start = 0, nl = bytes.indexOf(0x0a); nl >= 0; start = nl + 1, nl = bytes.indexOf(0x0a, start)) {
-        const at = bytes.indexOf(ID, start);
-        if (at < 0 || at > nl) located.missing++;
+      for (let start = 0; ; ) {
+        const nl = bytes.indexOf(0x0a, start);
+        if (!found) {
+          const at = bytes.indexOf(ID, start);
+          found = at >= 0 && (nl < 0 || at < nl);
+        }
+        if (nl < 0) break;
+        if (!found) located.missing++;
+        found = false;
+        start = nl + 1;
       }
     }
     return out;
