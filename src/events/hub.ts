@@ -22,7 +22,7 @@ import { meterHub } from "./metrics-gauges.ts";
 import type { EventsServices, EventsSession, EventsTuning, FaultReport } from "./ports.ts";
 import { subscriptionKey } from "./rules/key.ts";
 import { type ArrivalFacts, type EventLedger, EventsStore, type LedgerOptions, type SubscriptionRecord, pendingOf } from "./store/events-store.ts";
-import type { Acceptance, HostedSubscription, Origin, SubscriptionHost } from "./subscription/host.ts";
+import type { Acceptance, CursorMove, HostedSubscription, Origin, SubscriptionHost } from "./subscription/host.ts";
 import { Subscription } from "./subscription/subscription.ts";
 import type { EventDelivery, EventOccurrence, GapNotice, SubscriptionSpec } from "./types.ts";
 import type { ServerEvents } from "./wire/server-events.ts";
@@ -226,8 +226,9 @@ export class EventsHub implements SubscriptionHost {
     this.frames.emit(mcpEventStatusFrame({ server: sub.spec.server, name: sub.spec.name, arguments: sub.spec.arguments }, detail));
   }
 
-  commit(): Promise<void> {
-    this.flushDirty();
+  commit(move?: CursorMove): Promise<void> {
+    if (move !== undefined) this.dirty.add(move.sub);
+    this.flushDirty(move);
     return this.store.commit();
   }
 
@@ -252,8 +253,8 @@ export class EventsHub implements SubscriptionHost {
   }
 
   /** The snapshot record of a subscription (a runtime one keeps its spec, for restore). */
-  private record(sub: HostedSubscription): SubscriptionRecord {
-    const record: SubscriptionRecord = { cursor: sub.cursor, recent: sub.dedup.toArray() };
+  private record(sub: HostedSubscription, cursor = sub.cursor): SubscriptionRecord {
+    const record: SubscriptionRecord = { cursor, recent: sub.dedup.toArray() };
     if (sub.origin === "runtime") record.runtime = sub.spec;
     const webhook = this.webhooks.record(sub.key);
     if (webhook !== undefined) record.webhook = webhook;
@@ -288,10 +289,11 @@ export class EventsHub implements SubscriptionHost {
 
   /**
    * Hands the dedup windows changed since the last commit to the store: once per page or run of
-   * notifications, not once per event (a record copies up to 1024 ids).
+   * notifications, not once per event (a record copies up to 1024 ids); `move`'s cursor with its
+   * subscription's window, so a page's record is copied once, not again when its cursor moves.
    */
-  private flushDirty(): void {
-    for (const sub of this.dirty) if (this.subs.get(sub.key) === sub) this.store.setSubscription(sub.key, this.record(sub));
+  private flushDirty(move?: CursorMove): void {
+    for (const sub of this.dirty) if (this.subs.get(sub.key) === sub) this.store.setSubscription(sub.key, this.record(sub, sub === move?.sub ? move.cursor : sub.cursor));
     this.dirty.clear();
   }
 

@@ -44,6 +44,12 @@ export interface HostedSubscription {
   stored(): Promise<void>;
 }
 
+/** A subscription's cursor moving past what a commit makes durable (`SubscriptionHost.commit`). */
+export interface CursorMove {
+  sub: HostedSubscription;
+  cursor: string | null;
+}
+
 export interface SubscriptionHost {
   readonly tuning: EventsTuning;
   /** Webhook delivery: the routes, the server keys and the callback URLs, or which flag is missing. */
@@ -79,8 +85,13 @@ export interface SubscriptionHost {
    * host without it sends each frame at once.
    */
   holdFrames?(): () => void;
-  /** Makes everything accepted so far durable (log, then snapshot). Rejects on a storage failure. */
-  commit(): Promise<void>;
+  /**
+   * Makes everything accepted so far durable (log, then snapshot). Rejects on a storage failure.
+   * With `move`, that snapshot also holds the subscription's new cursor: the position past a page
+   * or run is stored by the same write as its events, after them (serve.md §3), not by a later one.
+   * The caller adopts the cursor once this resolves.
+   */
+  commit(move?: CursorMove): Promise<void>;
   /** Saves the subscription's cursor and dedup window (debounced; the next commit carries it). */
   persist(sub: HostedSubscription): void;
   /** Forgets the subscription's persisted position (explicit unsubscribe, runtime subscription ended or refused). */

@@ -90,18 +90,16 @@ export async function runPoll(host: SubscriptionHost, sub: HostedSubscription, s
       await abortableSleep(holdMs, signal);
       continue;
     }
+    // The page's cursor is stored by the same write as its events, after them.
+    const next = adoptCursor(sub.cursor, page.cursor);
     try {
-      await host.commit();
+      await host.commit(next !== sub.cursor ? { sub, cursor: next } : undefined);
     } catch (e) {
       host.status(sub, { kind: "error", error: `could not store events (holding the cursor): ${errorMessage(e)}`, retry_in_ms: holdMs });
       await abortableSleep(holdMs, signal);
       continue;
     }
-    const next = adoptCursor(sub.cursor, page.cursor);
-    if (next !== sub.cursor) {
-      sub.cursor = next;
-      host.persist(sub);
-    }
+    sub.cursor = next;
     await sub.stored();
     await abortableSleep(nextPollDelayMs({ hasMore: page.hasMore, newEvents: fresh, nextPollMs: page.nextPollMs, floorMs: floor }), signal);
   }

@@ -100,8 +100,10 @@ async function consume(
     progress();
     const run = [item.notification, ...stream.drainQueued()];
     const outcome = await handleRunInSlices(host, sub, run);
+    // The run's cursor is stored by the same write as its events, after them.
+    const next = outcome.cursor.set ? adoptCursor(sub.cursor, outcome.cursor.value) : sub.cursor;
     try {
-      await host.commit();
+      await host.commit(next !== sub.cursor ? { sub, cursor: next } : undefined);
     } catch (e) {
       host.status(sub, { kind: "error", error: `could not store events (reconnecting from the stored cursor): ${errorMessage(e)}`, retry_in_ms: 1000 });
       // Closed before the wait: a stream left open would fill and hold its connection's read gate.
@@ -109,13 +111,7 @@ async function consume(
       await abortableSleep(1000, signal, undefined, scheduler);
       return "now";
     }
-    if (outcome.cursor.set) {
-      const next = adoptCursor(sub.cursor, outcome.cursor.value);
-      if (next !== sub.cursor) {
-        sub.cursor = next;
-        host.persist(sub);
-      }
-    }
+    sub.cursor = next;
     await sub.stored();
     if (outcome.terminated) throw outcome.terminated;
     if (outcome.full) {
