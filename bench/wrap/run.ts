@@ -44,7 +44,7 @@
  * and of the server (/proc/<pid>/task/<tid>/schedstat, all threads), which shows where time goes.
  *
  * Every wait is bounded, every spawned process group is killed on every way out, and the whole run
- * stops by itself after DEADLINE_MS (scaled with the rounds).
+ * stops by itself after DEADLINE_MS (scaled with the rounds and the setups).
  *
  * The binary under test is dist/vigil, or $VIGIL_BIN (bench/vigil-under-test.ts).
  */
@@ -65,7 +65,7 @@ const RELAY = join(ROOT, "bench/wrap/relay.ts");
 const POLICY = join(ROOT, "bench/wrap/policy.yaml");
 const RESULTS = join(ROOT, "bench/RESULTS.md");
 
-/** The whole run's bound for 5 rounds; more rounds scale it. */
+/** The whole run's bound for 5 rounds of 5 setups; more rounds or setups scale it. */
 const DEADLINE_MS = 175_000;
 const STARTUP_MS = 15_000;
 const PHASE_MS = 40_000;
@@ -293,7 +293,7 @@ const DESCRIBE: Record<SetupName, string> = {
   "relay-lines": "relay.ts with RELAY_MODE=lines: whole lines only, concatenated when they span chunks, one write per line (experiment)",
   "relay-batched": "relay.ts with RELAY_MODE=batched: whole lines only, no concatenation, one write per run of lines (experiment)",
   "relay-decisions":
-    "relay.ts with RELAY_MODE=decisions: every client line `JSON.parse`d, a decision record per `tools/call` (arguments' SHA-256, `JSON.stringify`), a read's records in one `writeSync` before its forward, the server lines' `\"id\"` located: a lower bound on any wrap with a decision log (experiment)",
+    "relay.ts with RELAY_MODE=decisions: every client line `JSON.parse`d, a decision record per `tools/call` (arguments' SHA-256, `JSON.stringify`), a read's records in one `writeSync` before its forward, the server lines' `\"id\"` located: a lower bound on any wrap with a decision log (the floor of the required work)",
   wrap: "`dist/vigil wrap --allow-all --event-source vigil://bench/x --decision-log D --decision-log-new -- bun bench/wrap/server.ts` (the target)",
   "wrap+policy": "`dist/vigil wrap --policy bench/wrap/policy.yaml --capture-dir DIR --event-source … -- …`: allow-list + argument schemas, decision log, receipts (request/response SHA-256), context/stop records, manifest (informational)",
   "wrap-capture":
@@ -1190,7 +1190,7 @@ async function main(): Promise<number> {
     return 2;
   }
   loadAtStart = loadavg().map((x) => x.toFixed(2)).join(" ");
-  const stopDeadline = exitUnlessDoneWithin(DEADLINE_MS * Math.max(1, c.rounds / 5));
+  const stopDeadline = exitUnlessDoneWithin(DEADLINE_MS * Math.max(1, c.rounds / 5) * Math.max(1, c.setups.length / 5));
   tempRoot = mkdtempSync(join(tmpdir(), "vigil-bench-"));
   // The key lives in the run's temp dir (0700), created exclusively 0600 as `vigil keygen` does; only its path goes into argv.
   if (c.setups.includes("wrap-signed")) signingKey = generateKeyPair(join(tempRoot, "bench-signing")).keyPath;
