@@ -98,7 +98,11 @@ function lineFramer(batched: boolean): Framer {
   };
 }
 
-/** `decisions`, client → server: every line parsed; the read's decision records written (one `writeSync`) before it is forwarded. */
+/**
+ * `decisions`, client → server: every line parsed; the read's decision records written (one
+ * `writeSync`) before it is forwarded. The record is written out here rather than with
+ * src/evidence's builders, so the floor carries none of vigil's own code.
+ */
 function decidingFramer(logPath: string): Framer {
   const lines = lineFramer(false);
   const fd = openSync(logPath, "wx", 0o600);
@@ -154,6 +158,7 @@ function idLocatingFramer(): Framer {
     return out;
   };
 }
+/** Server lines in which `decisions` found no `"id"`: said on exit, so a floor that skipped its search would show. */
 const located = { missing: 0 };
 const decoder = new TextDecoder();
 
@@ -200,4 +205,5 @@ await downstream;
 const code = await Promise.race([child.exited, Bun.sleep(3000).then(() => null)]);
 killGroup();
 void upstream;
+if (located.missing > 0) process.stderr.write(`relay: ${located.missing} server lines without an "id"\n`);
 process.exit(code ?? 1);
