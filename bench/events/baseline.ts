@@ -13,15 +13,18 @@
  * the answer before the next poll (the floor of "delivered to the model", 50 events per request),
  * and with `--history BYTES` also the earlier pages and answers, up to BYTES of their text (what a
  * session's bounded context sends again with each batch, without any of its bookkeeping);
- * `--floor DIR` does, per page, the least that serve.md §3 and the design it keeps (reference notes
- * §3.2: a poll cursor advance waits for a commit of the log, then the snapshot) ask of any
- * implementation, as cheaply as Bun allows — a lower bound, not a rival design:
+ * `--floor DIR` does, per page, the least that serve.md §3 asks of any implementation (a poll
+ * cursor advance waits for the page's events and the new cursor to be durable), as cheaply as Bun
+ * allows — a lower bound, not a rival design:
  *   - dedup (the client's id set), and the last 1,024 ids kept as the snapshot's window;
- *   - one `add` line per new event (`JSON.stringify`) appended to DIR/mcp-events.log, and one
+ *   - one `add` line per new event (`JSON.stringify`) and one `position` line (the cursor and the
+ *     page's ids: src/events/store/positions.ts) appended to DIR/mcp-events.log, and one
  *     `mcp_event` frame per event appended to DIR/transcript.jsonl and written to /dev/null (the
  *     stdout a client would read; the harness owns ours);
- *   - the log's `fdatasync`, then the snapshot (cursor and window as JSON) written atomically:
- *     temp, `fsync`, rename, the directory's `fsync` — all before the next poll.
+ *   - the log's `fdatasync` before the next poll; the snapshot (cursor and window as JSON) written
+ *     atomically (temp, `fsync`, rename, the directory's `fsync`) as a checkpoint, at the first
+ *     page and then at most once a second, like vigil's (before issue 16's fifth pass, vigil and this
+ *     floor wrote the snapshot at every page).
  *   No validation, metrics, status frames, bounds or fault handling.
  *
  *   bun bench/events/baseline.ts --mode poll|push --events N (--url MCP_URL | --stdio FIXTURE CONTROL_FILE)
@@ -120,10 +123,12 @@ const floor =
         window: [] as string[],
         seq: 0,
         frameSeq: 0,
+        position: 0,
+        checkpointMs: Number.NEGATIVE_INFINITY,
       };
 
 /**
- * `--floor`: a page's log lines, frames and snapshot, durable before the cursor moves on. Every
+ * `--floor`: a page's log lines, frames and position, durable before the cursor moves on. Every
  * step is a synchronous system call: the cheapest in CPU and, on one client alone, the fastest
  * (fs/promises, which a daemon needs so that one session's sync does not stall the others, measured
  * 53 % of the bare client + fdatasync and 54 µs of CPU per event against 68–71 % and 40–44 µs).
@@ -138,12 +143,15 @@ function commitFloor(events: Record<string, unknown>[], cursor: string | null): 
     f.window.push(event.eventId as string);
   }
   if (f.window.length > 1024) f.window.splice(0, f.window.length - 1024);
+  lines += `${JSON.stringify({ position: { n: ++f.position, key: `fixture\u0000${a.name}\u0000{}`, cursor, seen: events.map((e) => e.eventId) } })}\n`;
   writeSync(f.transcript, frames);
   writeSync(f.stdout, frames);
   writeSync(f.log, lines);
   fdatasyncSync(f.log);
-  // The snapshot after the log (serve.md §3): temp, fsync, rename, fsync the directory.
-  const snapshot = `${JSON.stringify({ version: 2, subscriptions: { [`fixture\u0000${a.name}\u0000{}`]: { cursor, recent: f.window } }, last_client_ms: null })}\n`;
+  if (performance.now() - f.checkpointMs < 1000) return;
+  f.checkpointMs = performance.now();
+  // The checkpoint after the log (serve.md §3): temp, fsync, rename, fsync the directory.
+  const snapshot = `${JSON.stringify({ version: 3, position: f.position, subscriptions: { [`fixture\u0000${a.name}\u0000{}`]: { cursor, recent: f.window } }, last_client_ms: null })}\n`;
   const temp = join(f.dir, `mcp-events.json.tmp-${f.seq}`);
   const t = openSync(temp, "wx", 0o600);
   writeSync(t, snapshot);

@@ -67,7 +67,7 @@ try {
     },
     async () => {
       beforeTable.set(KEY, record(take(before!, 1)));
-      const text = beforeTable.fitted(null);
+      const text = beforeTable.fitted(0, null);
       if (typeof text !== "string") throw text;
       await before!.commit();
       await writeFileAtomic(beforeSnapshot, text);

@@ -82,7 +82,7 @@ function snapshotCase(subs: number): Case {
     },
     after: () => {
       table.set(keyOf(0), moved(++pageAfter % 64));
-      const text = table.fitted(1700000000000);
+      const text = table.fitted(0, 1700000000000);
       if (typeof text !== "string") throw text;
       return written(text);
     },

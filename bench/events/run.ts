@@ -26,7 +26,9 @@
  *   --phases     log (a), model (b), memory (c), flow (= log,model); default all
  *   --quick      one round, 1,000 events (both kinds), 100 subscriptions: a smoke test (not written)
  *   --profile D  throughput runs start vigil from source (bun --cpu-prof-md src/cli.ts) and write one
- *                CPU profile per run into D (figures not comparable, never written)
+ *                CPU profile per run into D (figures not comparable, never written); with
+ *                BENCH_PROF_JSON=1 a .cpuprofile (JSON, for scripts) instead of markdown, and
+ *                BENCH_PROF_INTERVAL_US=N samples every N µs (default 1000)
  *   --only A,B   only the throughput setups whose id contains A or B (e.g. "poll http": vigil and both
  *                baselines), for a quick before/after with VIGIL_BIN (never written)
  *
@@ -471,7 +473,7 @@ async function vigilRun(setup: Setup, round: number, n: number): Promise<FlowRun
     const buffered = setup.buffer === undefined ? THROUGHPUT_KNOBS : { ...THROUGHPUT_KNOBS, VIGIL_EVENTS_STREAM_BUFFER: String(setup.buffer) };
     // Into the log: vigil reports its worst event-loop block per 250 ms window (a 10 ms timer's lateness).
     const knobs = setup.target === "log" ? { ...buffered, VIGIL_DEBUG_LOOP_BLOCK_MS: String(LOOP_BLOCK_TIMER_MS) } : buffered;
-    const bin = profileDir === null ? [VIGIL] : [BUN, "--cpu-prof-md", `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${setup.id.replace(/[^a-z0-9]+/g, "-")}-r${round}.md`, join(ROOT, "src/cli.ts")];
+    const bin = profileDir === null ? [VIGIL] : [BUN, process.env.BENCH_PROF_JSON ? "--cpu-prof" : "--cpu-prof-md", "--cpu-prof-interval", process.env.BENCH_PROF_INTERVAL_US ?? "1000", `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${setup.id.replace(/[^a-z0-9]+/g, "-")}-r${round}.${process.env.BENCH_PROF_JSON ? "cpuprofile" : "md"}`, join(ROOT, "src/cli.ts")];
     vigil = spawnChild("vigil serve", [...bin, "serve", "--config", config, "--state-dir", join(dir, "state"), "--session", "bench"], { env: knobs, onLine });
     const v = vigil;
     const fixture = httpFixture?.control ?? (await waitControlFile(controlFile, START_MS, () => v.proc.exitCode === null));

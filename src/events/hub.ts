@@ -39,6 +39,8 @@ export class EventsHub implements SubscriptionHost {
   private readonly droppedSeen: string[] = [];
   /** Subscriptions whose dedup window changed since the last commit. */
   private readonly dirty = new Set<HostedSubscription>();
+  /** Subscriptions whose store record holds their whole window: a page moves it by a position, not a copy. */
+  private readonly mirrored = new WeakSet<HostedSubscription>();
   private readonly offFrames: () => void;
   private readonly offGauges: () => void;
   private closing: Promise<void> | null = null;
@@ -63,7 +65,7 @@ export class EventsHub implements SubscriptionHost {
     }, undefined, services.tuning.modelBackoffCapMs, onFault);
     // A response frame answers a client's command: the runtime-subscription TTL runs from the last one.
     this.offFrames = session.subscribe((frame) => {
-      if (frame.type === "response" && this.hasRuntimeRecords()) {
+      if (frame.type === "response" && store.runtimeKeys().length > 0) {
         store.setLastClientMs(this.now());
         store.scheduleCommit();
       }
@@ -248,12 +250,12 @@ export class EventsHub implements SubscriptionHost {
     if (this.subs.get(sub.key) === sub) this.subs.delete(sub.key);
   }
 
-  fault(error: unknown): void {
-    this.onFault(error);
-  }
+  fault(error: unknown): void { this.onFault(error); }
 
-  /** The snapshot record of a subscription (a runtime one keeps its spec, for restore). */
+  /** The snapshot record of a subscription (a runtime one keeps its spec, for restore), for the store to keep whole. */
   private record(sub: HostedSubscription, cursor = sub.cursor): SubscriptionRecord {
+    sub.dedup.takeFresh(); // the whole window goes to the store: none of its ids is news to it any more
+    this.mirrored.add(sub);
     const record: SubscriptionRecord = { cursor, recent: sub.dedup.toArray() };
     if (sub.origin === "runtime") record.runtime = sub.spec;
     const webhook = this.webhooks.record(sub.key);
@@ -288,12 +290,17 @@ export class EventsHub implements SubscriptionHost {
   }
 
   /**
-   * Hands the dedup windows changed since the last commit to the store: once per page or run of
-   * notifications, not once per event (a record copies up to 1024 ids); `move`'s cursor with its
-   * subscription's window, so a page's record is copied once, not again when its cursor moves.
+   * Hands the dedup windows changed since the last commit to the store, once per page or run, with
+   * `move`'s cursor: a subscription whose whole window the store holds moves by a position (cursor and
+   * the ids taken since: store/positions.ts), not by a copy of up to 1024 ids and a snapshot rewrite.
    */
   private flushDirty(move?: CursorMove): void {
-    for (const sub of this.dirty) if (this.subs.get(sub.key) === sub) this.store.setSubscription(sub.key, this.record(sub, sub === move?.sub ? move.cursor : sub.cursor));
+    for (const sub of this.dirty) {
+      if (this.subs.get(sub.key) !== sub) continue;
+      const cursor = sub === move?.sub ? move.cursor : sub.cursor;
+      if (this.mirrored.has(sub) && this.store.hasSubscription(sub.key)) this.store.setPosition(sub.key, cursor, sub.dedup.takeFresh());
+      else this.store.setSubscription(sub.key, this.record(sub, cursor));
+    }
     this.dirty.clear();
   }
 
@@ -357,7 +364,7 @@ export class EventsHub implements SubscriptionHost {
   /** Keys whose subscriptions start as the hub opens: configured ones it owns, runtime ones within the TTL. */
   private returningKeys(): string[] {
     const configured = this.ownsConfigured ? this.services.configured().map((s) => subscriptionKey(s.server, s.name, s.arguments)) : [];
-    const runtime = this.runtimeFresh() ? this.store.subscriptionKeys().filter((k) => this.store.subscription(k)?.runtime !== undefined) : [];
+    const runtime = this.runtimeFresh() ? this.store.runtimeKeys() : [];
     return [...configured, ...runtime];
   }
 
@@ -365,11 +372,6 @@ export class EventsHub implements SubscriptionHost {
   private runtimeFresh(): boolean {
     const last = this.store.lastClientMs;
     return last !== null && this.now() - last <= this.services.tuning.runtimeTtlMs;
-  }
-
-  private hasRuntimeRecords(): boolean {
-    for (const key of this.store.subscriptionKeys()) if (this.store.subscription(key)?.runtime !== undefined) return true;
-    return false;
   }
 
   startConfigured(): void { // at open, and after a reload (hub-configured.ts)

@@ -16,11 +16,17 @@ export class DedupWindow {
   private start = 0;
   private readonly ids = new Set<string>();
   private readonly capacity: number;
+  /**
+   * Ids taken since the last `takeFresh`, oldest first: what the store's copy of the window lacks.
+   * A page's commit hands the store these few instead of a copy of the whole window (issue 16).
+   */
+  private fresh: string[] = [];
 
-  /** @param initial persisted ids, oldest first; only the newest `capacity` are kept. */
+  /** @param initial persisted ids, oldest first; only the newest `capacity` are kept. They are not fresh. */
   constructor(initial: readonly string[] = [], capacity = DEDUP_CAPACITY) {
     this.capacity = Math.max(1, Math.floor(capacity));
     for (const id of initial) if (typeof id === "string") this.add(id);
+    this.fresh = [];
   }
 
   has(id: string): boolean {
@@ -31,6 +37,9 @@ export class DedupWindow {
   add(id: string): void {
     if (this.ids.has(id)) return;
     this.ids.add(id);
+    this.fresh.push(id);
+    // Only the newest `capacity` can still be in the window: older fresh ids are gone from it too.
+    if (this.fresh.length > 2 * this.capacity) this.fresh = this.fresh.slice(-this.capacity);
     if (this.order.length < this.capacity) {
       this.order.push(id);
       return;
@@ -42,6 +51,17 @@ export class DedupWindow {
 
   get size(): number {
     return this.order.length;
+  }
+
+  /**
+   * The ids taken since the last call, oldest first (at most `capacity`: older ones have left the
+   * window), and from now on none. Appended in this order to a copy of the window as it was at the
+   * last call, they make it equal to `toArray()`.
+   */
+  takeFresh(): string[] {
+    const out = this.fresh.length > this.capacity ? this.fresh.slice(-this.capacity) : this.fresh;
+    this.fresh = [];
+    return out;
   }
 
   /** Oldest first, ready to persist and to hand back to the constructor. */

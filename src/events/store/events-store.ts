@@ -1,12 +1,14 @@
 /**
  * A session's durable MCP Events state (serve.md §3, §6 item 5): the bounded queue of pending
  * events (the log) and the small per-subscription state (the snapshot: cursor, dedup window,
- * runtime spec, last client use).
+ * runtime spec, last client use; store-snapshot.ts).
  *
- * Changes are made in memory and become durable on `commit()`. A commit writes the log, then the
- * snapshot (its temp synced alongside the log, renamed after it): a stored cursor never runs ahead
- * of the events it passed. A failed log write keeps the records for the next commit and writes no
- * snapshot. Concurrent commits share writes (group commit); passes never overlap.
+ * Changes are made in memory and become durable on `commit()`: the log, then the snapshot if one
+ * is due (its temp synced alongside the log, renamed after it), so a stored cursor never runs ahead
+ * of the events it passed. A page's cursor and window ids are a `position` record in the log's own
+ * append (positions.ts): the snapshot is written at other changes, as a checkpoint at most once a
+ * second while positions come in, and on close. A failed log write keeps the records for the next
+ * commit and writes no snapshot. Concurrent commits share writes (group commit); passes never overlap.
  *
  * Nothing is written until there is something to persist: a session that never subscribes leaves
  * no files behind.
@@ -29,10 +31,10 @@ import { type Arrival, type ArrivalFacts, type DoneOutcome, EventLedger } from "
 import { backlogCap, type EventsStoreOptions, type LoadedState, loadState } from "./load.ts";
 import { applyAttempts, asEntry, type LiveEntry, liveEntry, logPath, serializeAdd, serializeDone } from "./pending-log.ts";
 import { NOT_PLAIN, plainJsonCopy } from "./json-copy.ts";
-import { cloneRecord, copyRecord, keyProblem, readSnapshotFile, SNAPSHOT_LIMITS, type ServerKeysData, serverKeysProblem } from "./snapshot.ts";
-import { type SnapshotData, type SubscriptionRecord, snapshotPath } from "./snapshot.ts";
-import { SubscriptionTable } from "./snapshot-table.ts";
+import { readSnapshotFile, type ServerKeysData, type SnapshotData, type SubscriptionRecord, snapshotPath } from "./snapshot.ts";
+import { StoreSnapshot } from "./store-snapshot.ts";
 import { SnapshotWrite } from "./snapshot-write.ts";
+import type { Scheduler } from "../../shared/time.ts";
 import { EventsMeter } from "../metrics.ts";
 
 export type { SubscriptionRecord } from "./snapshot.ts";
@@ -55,13 +57,9 @@ export class EventsStore {
   private liveSteer = 0;
   /** Log records serialized since the last successful write (log-backlog.ts). */
   private readonly backlog: LogBacklog;
-  private readonly subs: SubscriptionTable;
-  private lastClient: number | null;
-  private keysOfServers: ServerKeysData;
-  /** Snapshot generations: bumped on every snapshot change; the written one is what is on disk. */
-  private snapGen = 0;
-  private snapWrittenGen = 0;
-  private snapLastText: string | null;
+  /** Subscription records, client time, server keys; what a pass writes of them (store-snapshot.ts). */
+  private readonly snap: StoreSnapshot;
+  private readonly scheduler: Scheduler;
   /** Every change bumps this; the group commit tracks how far writes have covered it. */
   private changes = 0;
   private readonly commits: GroupCommit;
@@ -69,6 +67,7 @@ export class EventsStore {
   private readonly log: LogFile;
   private readonly background: BackgroundCommits;
   private closing: Promise<void> | null = null;
+  private final = false; // set as close starts (before `closing` is): its pass writes every position into the snapshot
   private closed = false;
   /** The event ledger (with evidence configured), else null. */
   readonly ledger: EventLedger | null;
@@ -90,14 +89,12 @@ export class EventsStore {
     this.nextSeq = replayed.maxSeq + 1;
     this.skippedLines = replayed.skipped;
     this.repairedBytes = replayed.repairedBytes;
-    this.subs = new SubscriptionTable(snapshot?.subscriptions, dir);
-    this.lastClient = snapshot?.last_client_ms ?? null;
-    this.keysOfServers = snapshot?.server_keys ?? {};
-    this.snapLastText = snapshot === undefined ? null : this.subs.serialize(this.lastClient, this.keysOfServers);
+    this.snap = new StoreSnapshot(snapshot, replayed, dir);
+    this.scheduler = options.scheduler ?? realScheduler;
     this.log = new LogFile(logPath(dir), dir, replayed.handle, replayed.size, counters, options.fault);
     this.backlog = new LogBacklog(this.log, backlogCap(options.maxPendingBytes));
     this.commits = new GroupCommit(() => this.meter.pass(() => this.writePass()), () => this.changes);
-    this.background = new BackgroundCommits(() => this.commits.request(), options.scheduler ?? realScheduler, dir);
+    this.background = new BackgroundCommits(() => this.commits.request(), this.scheduler, dir, () => this.changes++);
     if (mustRewrite) this.backlog.forceRewrite();
     // Ledger lines built on open (entries queued before the ledger existed) are written soon, not at the next arrival.
     if ((ledger?.unconfirmedCount ?? 0) > 0) this.changes = 1;
@@ -241,56 +238,61 @@ export class EventsStore {
   // ---- snapshot ----
 
   subscription(key: string): SubscriptionRecord | undefined {
-    const r = this.subs.get(key);
-    return r === undefined ? undefined : cloneRecord(r);
+    return this.snap.get(key);
   }
 
+  hasSubscription(key: string): boolean { return this.snap.has(key); }
+  /** Keys of the records that hold a runtime spec (no copies made). */
+  runtimeKeys(): string[] { return this.snap.runtimeKeys(); }
+
   subscriptionKeys(): string[] {
-    return this.subs.keys();
+    return this.snap.keys();
   }
 
   /** Stores a copy of the record (`recent` trimmed to the newest 1024); throws invalid_argument for a record we could not read back. */
   setSubscription(key: string, record: SubscriptionRecord): void {
     this.assertOpen();
-    const problem = keyProblem(key);
-    if (problem !== null) throw new EventsStoreError("invalid_argument", problem);
-    if (!this.subs.has(key) && this.subs.size >= SNAPSHOT_LIMITS.subscriptions) {
-      throw new EventsStoreError("invalid_argument", `at most ${SNAPSHOT_LIMITS.subscriptions} subscriptions are kept per session`);
-    }
-    this.subs.set(key, copyRecord(record));
-    this.snapshotChanged();
+    this.snap.set(key, record);
+    this.changes++;
+  }
+
+  /**
+   * A stored subscription's new position, made durable by the next commit's log append (with the
+   * page's own records, after them; positions.ts): its cursor, and the ids its dedup window took
+   * since its record was set or last moved, oldest first. Throws invalid_argument for an unknown
+   * key, or a cursor or id the snapshot could not hold.
+   */
+  setPosition(key: string, cursor: string | null, seen: readonly string[]): void {
+    this.assertOpen();
+    const line = this.snap.advance(key, cursor, seen);
+    this.record(line, Buffer.byteLength(line));
   }
 
   /** Forgets the whole record (cursor, dedup window, runtime spec). */
   forgetSubscription(key: string): void {
     this.assertOpen();
-    if (this.subs.delete(key)) this.snapshotChanged();
+    if (this.snap.forget(key)) this.changes++;
   }
 
   setLastClientMs(ms: number): void {
     this.assertOpen();
-    if (!Number.isSafeInteger(ms) || ms < 0) throw new EventsStoreError("invalid_argument", "last client time must be a non-negative integer of milliseconds");
-    this.lastClient = ms;
-    this.snapshotChanged();
+    this.snap.setLastClientMs(ms);
+    this.changes++;
   }
 
   get lastClientMs(): number | null {
-    return this.lastClient;
+    return this.snap.lastClientMs;
   }
 
   /** The v1a keys seen per server origin (a copy). */
   get serverKeys(): ServerKeysData {
-    return structuredClone(this.keysOfServers);
+    return this.snap.serverKeys;
   }
 
   /** Replaces the server keys (a change only when they differ); throws invalid_argument past the snapshot's bounds. */
   setServerKeys(keys: ServerKeysData): void {
     this.assertOpen();
-    const problem = serverKeysProblem(keys);
-    if (problem !== null) throw new EventsStoreError("invalid_argument", problem);
-    if (JSON.stringify(keys) === JSON.stringify(this.keysOfServers)) return;
-    this.keysOfServers = structuredClone(keys);
-    this.snapshotChanged();
+    if (this.snap.setServerKeys(keys)) this.changes++;
   }
 
   // ---- durability ----
@@ -312,14 +314,15 @@ export class EventsStore {
     return this.backlog.size;
   }
 
-  get writes(): WriteCounters {
-    return { ...this.counters };
-  }
+  get writes(): WriteCounters { return { ...this.counters }; }
 
   /** A final commit (a failure is logged, not thrown), then the log handle is closed. Idempotent. */
   close(): Promise<void> {
     this.closing ??= (async () => {
       this.background.stop();
+      // Positions not yet in a snapshot: the last pass writes one (store-snapshot.ts `take`).
+      this.final = true;
+      if (this.snap.checkpointInMs(0) !== null) this.changes++;
       try {
         await this.commits.request();
       } catch (e) {
@@ -343,11 +346,6 @@ export class EventsStore {
     return new EventsStoreError("closed", `the events state in ${this.dir} is closed`);
   }
 
-  private snapshotChanged(): void {
-    this.snapGen++;
-    this.changes++;
-  }
-
   /** Queues one log line for the next write. */
   private record(line: string, bytes: number): void {
     this.changes++;
@@ -355,18 +353,19 @@ export class EventsStore {
   }
 
   /**
-   * One write: the log (compacted or appended), then the snapshot, both taken synchronously at its
-   * start (the changes counted then). The snapshot's temp is written and synced alongside the log
-   * and renamed only once the log is durable (snapshot-write.ts).
+   * One write: the log (compacted or appended), then the snapshot if one is due, both taken at its start. The
+   * snapshot's temp is synced alongside the log and renamed once the log is durable (snapshot-write.ts).
    */
   private async writePass(): Promise<void> {
-    const snapGen = this.snapGen;
-    const snapText = snapGen !== this.snapWrittenGen ? this.subs.fitted(this.lastClient, this.keysOfServers) : null;
+    const now = this.scheduler.now();
+    const taken = this.snap.take(now, this.final);
     const path = snapshotPath(this.dir);
-    const snap = typeof snapText === "string" && snapText !== this.snapLastText ? new SnapshotWrite(path, snapText, this.options.fault) : null;
+    const snap = typeof taken?.text === "string" && !this.snap.onDisk(taken.text) ? new SnapshotWrite(path, taken.text, this.options.fault) : null;
     const pass = this.ledger?.beginPass() ?? null;
+    // A rewrite drops the log's position records: it carries what no snapshot on disk covers yet.
+    const rewrite = () => Array.from(this.live.values(), (e) => e.line).join("") + this.snap.rewriteTail();
     try {
-      await this.step(this.log.path, () => this.backlog.write(this.liveBytes, () => Array.from(this.live.values(), (e) => e.line).join(""), pass?.trailer ?? null));
+      await this.step(this.log.path, () => this.backlog.write(this.liveBytes, rewrite, pass?.trailer ?? null));
       // The commit point is behind us: the ledger's lines are in the pending log, then in events.ndjson.
       if (pass !== null && this.ledger !== null) {
         this.ledger.embedded(pass);
@@ -376,16 +375,17 @@ export class EventsStore {
       await snap?.discard();
       throw e;
     }
-    if (snapText !== null) {
-      if (snapText instanceof EventsStoreError) throw snapText; // cannot fit its bound: after the log, not instead of it
+    if (taken !== null) {
+      if (taken.text instanceof EventsStoreError) throw taken.text; // cannot fit its bound: after the log, not instead of it
       if (snap !== null) {
         await this.step(path, () => snap.install());
         this.counters.snapshots++;
-        this.snapLastText = snapText;
       }
-      this.snapWrittenGen = snapGen;
+      this.snap.written(taken, now);
     }
     this.background.succeeded();
+    // Positions waiting for a snapshot: one pass writes it once due, if no other change brings one first.
+    this.background.checkpointIn(this.snap.checkpointInMs(this.scheduler.now()));
   }
 
   /** One write of a pass; its failure is a write_failed EventsStoreError naming the file. */

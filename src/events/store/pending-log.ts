@@ -1,9 +1,10 @@
 /**
- * The pending log `mcp-events.log` (serve.md §3): JSON Lines of three record kinds,
+ * The pending log `mcp-events.log` (serve.md §3): JSON Lines of these record kinds,
  *
  *   {"add":{"seq":N,"action":"follow_up"|"steer","server":…,"name":…,"arguments":{…},"instructions"?:…,"event":{…}}}
  *   {"attempts":[[N,K],…]}   entry N has had K failed attempts (absolute, so replaying it twice is harmless)
  *   {"done":[N,…]}
+ *   {"position":{"n":N,"key":…,"cursor":…,"seen":[…]}}   a subscription's cursor and dedup-window ids (positions.ts)
  *   {"ledger":{"from":V,"lines":["<events.ndjson line>",…]}}   with evidence only (ledger.ts)
  *
  * Live entries are the adds minus the dones, in seq order, each with its last attempts count (0
@@ -15,9 +16,9 @@
  *
  * A `ledger` record embeds the event-ledger lines of one write pass (from vigilseq V on), written
  * last in that pass's append, in the same sync as its add and done records: the pass's commit
- * point. With the ledger on, add and done records after a file's last ledger record are therefore
- * from a pass whose commit point was never reached (a crash tore its append): they are set aside
- * on load (`uncommitted`), and the store's next write rewrites the log without them.
+ * point. With the ledger on, add, done and position records after a file's last ledger record are
+ * therefore from a pass whose commit point was never reached (a crash tore its append): they are
+ * set aside on load (`uncommitted`), and the store's next write rewrites the log without them.
  */
 import { constants } from "node:fs";
 import { type FileHandle, open } from "node:fs/promises";
@@ -29,6 +30,7 @@ import { FILE_MODE } from "../../shared/durable/modes.ts";
 import type { EventOccurrence, GapNotice, PendingEntry, SubscriptionSpec } from "../types.ts";
 import { EventsStoreError } from "./errors.ts";
 import { EVENTS_LOG_FILE } from "./files.ts";
+import { asPosition, type PositionRecord } from "./positions.ts";
 
 /**
  * A live entry and its lines as a compaction writes them (with newlines): its `add` line, then its
@@ -162,8 +164,12 @@ export interface ReplayedLog {
   ledger: EmbeddedLedger[];
   /** The file holds any ledger record (with the ledger off, the next write rewrites the log without them). */
   hasLedgerRecords: boolean;
-  /** Add and done records set aside: after the last ledger record, so never committed (see the header). */
+  /** Add, done and position records set aside: after the last ledger record, so never committed (see the header). */
   uncommitted: number;
+  /** Position records, file order (set-aside ones left out). */
+  positions: PositionRecord[];
+  /** The highest position number in any record, set-aside ones too (0 when none). */
+  maxPosition: number;
 }
 
 /**
@@ -179,7 +185,7 @@ export async function replayLog(dir: string, maxFileBytes: number, onSync: () =>
     handle = await open(path, constants.O_RDWR | constants.O_NOFOLLOW);
   } catch (e) {
     const code = errnoCode(e);
-    if (code === "ENOENT") return { handle: null, size: 0, live: new Map(), maxSeq: 0, skipped: 0, repairedBytes: 0, ledger: [], hasLedgerRecords: false, uncommitted: 0 };
+    if (code === "ENOENT") return { handle: null, size: 0, live: new Map(), maxSeq: 0, skipped: 0, repairedBytes: 0, ledger: [], hasLedgerRecords: false, uncommitted: 0, positions: [], maxPosition: 0 };
     throw refused(path, code === "ELOOP" ? "it is a symbolic link" : errorMessage(e), e);
   }
   try {
@@ -188,8 +194,9 @@ export async function replayLog(dir: string, maxFileBytes: number, onSync: () =>
     if (st.size > maxFileBytes) throw refused(path, `it is ${st.size} bytes, over the ${maxFileBytes}-byte bound`);
     if ((st.mode & 0o777) !== FILE_MODE) await handle.chmod(FILE_MODE);
     const found = new Map<number, LiveEntry>();
-    const state = { maxSeq: 0, skipped: 0, goodEnd: st.size };
-    const replay = new LedgerReplay(ledger, found, state);
+    const state = { maxSeq: 0, maxPosition: 0, skipped: 0, goodEnd: st.size };
+    const positions: PositionRecord[] = [];
+    const replay = new LedgerReplay(ledger, { live: found, positions }, state);
     const readAt = (buf: Buffer, length: number, position: number) => handle.read(buf, 0, length, position).then((r) => r.bytesRead);
     await scanLines(readAt, 0, st.size, { maxLine: maxFileBytes, chunkBytes: 1 << 20 }, (line) => {
       if (!line.complete) state.goodEnd = line.offset;
@@ -222,6 +229,8 @@ export async function replayLog(dir: string, maxFileBytes: number, onSync: () =>
       ledger: replay.embedded,
       hasLedgerRecords: replay.seen,
       uncommitted,
+      positions,
+      maxPosition: state.maxPosition,
     };
   } catch (e) {
     await handle.close().catch(() => {});
@@ -234,6 +243,7 @@ type LogRecord =
   | { add: PendingEntry }
   | { attempts: [number, number][] }
   | { done: number[] }
+  | { position: PositionRecord }
   | { ledger: EmbeddedLedger };
 
 /** One complete line as a record, or null when it is not one (it is then ignored). */
@@ -254,6 +264,10 @@ function parseRecord(bytes: Buffer): LogRecord | null {
     if (!Array.isArray(counts) || !counts.every((c) => Array.isArray(c) && c.length === 2 && isSeq(c[0]) && isCount(c[1]))) return null;
     return { attempts: counts as [number, number][] };
   }
+  if ("position" in record) {
+    const position = asPosition(record.position);
+    return position === null ? null : { position };
+  }
   if ("ledger" in record) {
     const l = record.ledger;
     if (!isRecord(l) || !isCount(l.from) || !Array.isArray(l.lines) || !l.lines.every((x) => typeof x === "string")) return null;
@@ -264,8 +278,15 @@ function parseRecord(bytes: Buffer): LogRecord | null {
   return { done };
 }
 
-function applyRecord(record: LogRecord, live: Map<number, LiveEntry>): void {
-  if ("add" in record) {
+/** What a replay builds: the live entries, and the position records to apply to the snapshot. */
+interface Replayed {
+  live: Map<number, LiveEntry>;
+  positions: PositionRecord[];
+}
+
+function applyRecord(record: LogRecord, { live, positions }: Replayed): void {
+  if ("position" in record) positions.push(record.position);
+  else if ("add" in record) {
     // An add replayed twice (a retried write, log-file.ts) keeps the count recorded after the first.
     const entry = record.add;
     const earlier = live.get(entry.seq);
@@ -291,14 +312,15 @@ class LedgerReplay {
 
   constructor(
     private readonly ledger: ReplayLedger | null,
-    private readonly live: Map<number, LiveEntry>,
-    private readonly state: { maxSeq: number },
+    private readonly live: Replayed,
+    private readonly state: { maxSeq: number; maxPosition: number },
   ) {}
 
   take(record: LogRecord): void {
-    // Seqs never go back, even past a set-aside add: nothing reuses a seq a crash may have seen.
+    // Seqs (and position numbers) never go back, even past a set-aside record: nothing reuses one a crash may have seen.
     if ("add" in record) this.state.maxSeq = Math.max(this.state.maxSeq, record.add.seq);
     else if ("done" in record) for (const seq of record.done) this.state.maxSeq = Math.max(this.state.maxSeq, seq);
+    else if ("position" in record) this.state.maxPosition = Math.max(this.state.maxPosition, record.position.n);
     if ("ledger" in record) {
       this.seen = true;
       if (this.ledger !== null) this.keep(record.ledger);

@@ -2,23 +2,25 @@
  * The store's subscription records (cursor, dedup window, runtime spec, webhook) together with each
  * one's JSON text as a member of the snapshot's `subscriptions` object.
  *
- * The snapshot is rewritten whole at every commit that changed any record (serve.md §3), and a
- * commit usually changes one: a poll page or a run of pushed events moves one subscription's window
- * and cursor. Serializing every record at every commit made one page's snapshot cost grow with the
- * session's subscriptions — 100 ms of event-loop time per page at 1,000 subscriptions with full
- * windows (issue 16; bench/events/hotpath-snapshot.ts). Each record's text is made once, when it is
- * set, and the snapshot is joined from them: the same bytes as JSON.stringify of the whole object,
- * since JSON.stringify writes a nested value exactly as it writes it alone.
+ * The snapshot is rewritten whole whenever it is written (serve.md §3), and most records do not
+ * change between two snapshots. Serializing every record at every write made a snapshot's cost grow
+ * with the session's subscriptions — 100 ms of event-loop time per write at 1,000 subscriptions with
+ * full windows (issue 16; bench/events/hotpath-snapshot.ts). Each record's text is made once, when
+ * it is set (or, for a record a page's position moved, when the next snapshot is taken), and the
+ * snapshot is joined from them: the same bytes as JSON.stringify of the whole object, since
+ * JSON.stringify writes a nested value exactly as it writes it alone.
  */
 import { logLine } from "../../shared/log.ts";
 import { EventsStoreError } from "./errors.ts";
+import { advanceRecord } from "./positions.ts";
 import { SNAPSHOT_LIMITS, type ServerKeysData, SNAPSHOT_VERSION, type SubscriptionRecord } from "./snapshot.ts";
 
 const VERSION_TEXT = JSON.stringify(SNAPSHOT_VERSION);
 
 interface Entry {
   record: SubscriptionRecord;
-  member: string;
+  /** Its text, or null after `advance` moved the record (made again when a snapshot is taken). */
+  member: string | null;
   /** UTF-8 bytes of `member`, once a snapshot near its bound needed them (-1 before). */
   bytes: number;
 }
@@ -31,6 +33,8 @@ export class SubscriptionTable {
   private readonly entries = new Map<string, Entry>();
   /** UTF-16 code units of every member: what bounds their bytes without encoding them. */
   private memberUnits = 0;
+  /** Keys whose member text is stale (`advance`): made again once, when the next snapshot is taken. */
+  private readonly stale = new Set<string>();
   /** Whether the last fitted text trimmed windows (told once per streak in the log). */
   private trimming = false;
 
@@ -67,20 +71,41 @@ export class SubscriptionTable {
   /** Keeps `record`, which must be the store's private copy (snapshot.ts copyRecord); a known key keeps its place, as on an object. */
   set(key: string, record: SubscriptionRecord): void {
     const entry = memberOf(key, record);
-    this.memberUnits += entry.member.length - (this.entries.get(key)?.member.length ?? 0);
+    this.memberUnits += entry.member!.length - (this.entries.get(key)?.member?.length ?? 0);
     this.entries.set(key, entry);
+    this.stale.delete(key);
+  }
+
+  /**
+   * Moves a record to a position (positions.ts), in place: a page's cursor and the ids its window
+   * took. Its text is made again only when a snapshot is next taken, not per page. False when the
+   * key is unknown.
+   */
+  advance(key: string, cursor: string | null, seen: readonly string[]): boolean {
+    const entry = this.entries.get(key);
+    if (entry === undefined) return false;
+    advanceRecord(entry.record, cursor, seen, false);
+    if (entry.member !== null) {
+      this.memberUnits -= entry.member.length;
+      entry.member = null;
+      entry.bytes = -1;
+      this.stale.add(key);
+    }
+    return true;
   }
 
   delete(key: string): boolean {
     const old = this.entries.get(key);
     if (old === undefined) return false;
-    this.memberUnits -= old.member.length;
+    this.memberUnits -= old.member?.length ?? 0;
+    this.stale.delete(key);
     return this.entries.delete(key);
   }
 
-  /** The v2 snapshot text (with its newline) of every record as it is; `server_keys` only when some key is known. */
-  serialize(lastClientMs: number | null, serverKeys: ServerKeysData = {}): string {
-    return this.text(frame(lastClientMs, serverKeys), null);
+  /** The v3 snapshot text (with its newline) of every record as it is; `server_keys` only when some key is known. */
+  serialize(position: number, lastClientMs: number | null, serverKeys: ServerKeysData = {}): string {
+    this.refresh();
+    return this.text(frame(position, lastClientMs, serverKeys), null);
   }
 
   /**
@@ -90,8 +115,9 @@ export class SubscriptionTable {
    * cannot fit even with empty windows (cursors and specs alone) is an error to report instead of a
    * write. Dedup in memory is not affected: only what a restart starts from holds fewer ids.
    */
-  fitted(lastClientMs: number | null, serverKeys: ServerKeysData = {}): string | EventsStoreError {
-    const f = frame(lastClientMs, serverKeys);
+  fitted(position: number, lastClientMs: number | null, serverKeys: ServerKeysData = {}): string | EventsStoreError {
+    this.refresh();
+    const f = frame(position, lastClientMs, serverKeys);
     const commas = Math.max(0, this.entries.size - 1);
     // Far under the bound (the common case) without encoding anything; near it, the exact bytes.
     const fits = MAX_UTF8_PER_UNIT * (f.units + this.memberUnits + commas) <= this.maxBytes;
@@ -114,10 +140,22 @@ export class SubscriptionTable {
     return this.text(f, cap);
   }
 
+  /** Makes the texts `advance` left stale. */
+  private refresh(): void {
+    for (const key of this.stale) {
+      const entry = this.entries.get(key);
+      if (entry === undefined) continue;
+      const member = memberOf(key, entry.record).member!;
+      entry.member = member;
+      this.memberUnits += member.length;
+    }
+    this.stale.clear();
+  }
+
   private exactMemberBytes(): number {
     let sum = 0;
     for (const e of this.entries.values()) {
-      if (e.bytes < 0) e.bytes = Buffer.byteLength(e.member);
+      if (e.bytes < 0) e.bytes = Buffer.byteLength(e.member!);
       sum += e.bytes;
     }
     return sum;
@@ -126,7 +164,7 @@ export class SubscriptionTable {
   private text(f: { head: string; tail: string }, windowCap: number | null): string {
     let members = "";
     for (const [key, entry] of this.entries) {
-      const member = windowCap === null ? entry.member : memberOf(key, trimmed(entry.record, windowCap)).member;
+      const member = windowCap === null ? entry.member! : memberOf(key, trimmed(entry.record, windowCap)).member!;
       members += members === "" ? member : `,${member}`;
     }
     return `${f.head}${members}${f.tail}`;
@@ -134,9 +172,9 @@ export class SubscriptionTable {
 }
 
 /** The snapshot text around the members, its UTF-16 units and its UTF-8 bytes. */
-function frame(lastClientMs: number | null, serverKeys: ServerKeysData): { head: string; tail: string; units: number; bytes: number } {
+function frame(position: number, lastClientMs: number | null, serverKeys: ServerKeysData): { head: string; tail: string; units: number; bytes: number } {
   const keys = Object.keys(serverKeys).length > 0 ? `,"server_keys":${JSON.stringify(serverKeys)}` : "";
-  const head = `{"version":${VERSION_TEXT},"subscriptions":{`;
+  const head = `{"version":${VERSION_TEXT},"position":${position},"subscriptions":{`;
   const tail = `}${keys},"last_client_ms":${JSON.stringify(lastClientMs)}}\n`;
   return { head, tail, units: head.length + tail.length, bytes: Buffer.byteLength(head) + Buffer.byteLength(tail) };
 }

@@ -1,12 +1,16 @@
 /**
  * The events snapshot `mcp-events.json` (serve.md §3): small, rewritten whole, never holds events.
  *
- *   {"version":"vigil.mcp-events.v2","subscriptions":{<key>:{cursor,recent,runtime?,webhook?}},
+ *   {"version":"vigil.mcp-events.v3","position":N,"subscriptions":{<key>:{cursor,recent,runtime?,webhook?}},
  *    "server_keys"?:{<origin>:[x,…]},"last_client_ms":n|null}
  *
  * v2 adds a subscription's webhook callback (token and the last confirmed secrets, so a delivery
  * retried across a crash still verifies: events design notes §3.1, §4.4) and the v1a keys seen per
- * server origin (§4.6). v2 is written; v1 (which has neither) is still read.
+ * server origin (§4.6). v3 adds `position`: the snapshot is a checkpoint, and the pending log's
+ * `position` records above N (cursors and dedup-window ids of later pages) are applied on top of
+ * it at load (positions.ts). v3 is written; v2 and v1 (position 0: nothing to apply but what the
+ * log holds) are still read. A binary older than v3 refuses a v3 file rather than miss the log's
+ * positions.
  *
  * It is validated on load, strictly (an unknown key is refused rather than dropped, so a rewrite
  * cannot lose what a newer version stored) and within bounds (the file is read whole). A snapshot
@@ -28,7 +32,9 @@ import type { WebhookRecord } from "../webhook/types.ts";
 import { EventsStoreError } from "./errors.ts";
 import { EVENTS_SNAPSHOT_FILE } from "./files.ts";
 
-export const SNAPSHOT_VERSION = "vigil.mcp-events.v2";
+export const SNAPSHOT_VERSION = "vigil.mcp-events.v3";
+/** The version before positions in the log: still read (position 0). */
+export const SNAPSHOT_VERSION_V2 = "vigil.mcp-events.v2";
 /** The version before webhook delivery: still read (it holds no `webhook` and no `server_keys`). */
 export const SNAPSHOT_VERSION_V1 = "vigil.mcp-events.v1";
 
@@ -67,6 +73,8 @@ export interface SubscriptionRecord {
 export type ServerKeysData = Record<string, string[]>;
 
 export interface SnapshotData {
+  /** The highest pending-log position record it covers (0 before v3). */
+  position: number;
   subscriptions: Record<string, SubscriptionRecord>;
   server_keys: ServerKeysData;
   last_client_ms: number | null;
@@ -164,14 +172,24 @@ const ServerKeysSchema = keyedMap(
   ),
 );
 
-const SnapshotV2Schema = v.pipe(
+const V2_ENTRIES = {
+  subscriptions: keyedMap(SNAPSHOT_LIMITS.subscriptions, "subscription", SNAPSHOT_LIMITS.keyChars, RecordSchema),
+  server_keys: v.optional(ServerKeysSchema),
+  last_client_ms: v.nullable(integer(0)),
+};
+
+const SnapshotV3Schema = v.pipe(
   v.custom<unknown>(isRecord, "expected a JSON object"),
   v.strictObject({
-    version: v.literal(SNAPSHOT_VERSION, `expected version "${SNAPSHOT_VERSION}" (or "${SNAPSHOT_VERSION_V1}")`),
-    subscriptions: keyedMap(SNAPSHOT_LIMITS.subscriptions, "subscription", SNAPSHOT_LIMITS.keyChars, RecordSchema),
-    server_keys: v.optional(ServerKeysSchema),
-    last_client_ms: v.nullable(integer(0)),
+    version: v.literal(SNAPSHOT_VERSION, `expected version "${SNAPSHOT_VERSION}" (or "${SNAPSHOT_VERSION_V2}", "${SNAPSHOT_VERSION_V1}")`),
+    position: integer(0),
+    ...V2_ENTRIES,
   }),
+);
+
+const SnapshotV2Schema = v.pipe(
+  v.custom<unknown>(isRecord, "expected a JSON object"),
+  v.strictObject({ version: v.literal(SNAPSHOT_VERSION_V2), ...V2_ENTRIES }),
 );
 
 const SnapshotV1Schema = v.pipe(
@@ -287,11 +305,12 @@ export function readSnapshotFile(dir: string): SnapshotData | undefined {
   if (isRecord(json) && json.version === SNAPSHOT_VERSION_V1) {
     const r = v.safeParse(SnapshotV1Schema, json);
     if (!r.success) throw invalid(path, describe(r.issues));
-    return { subscriptions: r.output.subscriptions as Record<string, SubscriptionRecord>, server_keys: {}, last_client_ms: r.output.last_client_ms };
+    return { position: 0, subscriptions: r.output.subscriptions as Record<string, SubscriptionRecord>, server_keys: {}, last_client_ms: r.output.last_client_ms };
   }
-  const r = v.safeParse(SnapshotV2Schema, json);
+  const r = isRecord(json) && json.version === SNAPSHOT_VERSION_V2 ? v.safeParse(SnapshotV2Schema, json) : v.safeParse(SnapshotV3Schema, json);
   if (!r.success) throw invalid(path, describe(r.issues));
   return {
+    position: "position" in r.output ? r.output.position : 0,
     subscriptions: r.output.subscriptions as Record<string, SubscriptionRecord>,
     server_keys: r.output.server_keys ?? {},
     last_client_ms: r.output.last_client_ms,

@@ -86,10 +86,10 @@ export interface SubscriptionHost {
    */
   holdFrames?(): () => void;
   /**
-   * Makes everything accepted so far durable (log, then snapshot). Rejects on a storage failure.
-   * With `move`, that snapshot also holds the subscription's new cursor: the position past a page
-   * or run is stored by the same write as its events, after them (serve.md §3), not by a later one.
-   * The caller adopts the cursor once this resolves.
+   * Makes everything accepted so far durable (the pending log, then the snapshot if one is due).
+   * Rejects on a storage failure. With `move`, the subscription's new cursor is stored by the same
+   * log append as the page's or run's events, after them (serve.md §3; store/positions.ts), not by
+   * a later write. The caller adopts the cursor once this resolves.
    */
   commit(move?: CursorMove): Promise<void>;
   /** Saves the subscription's cursor and dedup window (debounced; the next commit carries it). */

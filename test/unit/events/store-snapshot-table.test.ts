@@ -17,11 +17,11 @@ import { snapFile, storeHarness } from "../../helpers/events-store.ts";
 const { setup, openStore } = storeHarness("vigil-unit-events-snapshot-table", { maxPending: 1000, maxPendingBytes: 16 * 1024 * 1024 } satisfies EventsStoreOptions);
 
 /** The format's definition: the whole object through JSON.stringify (members in insertion order). */
-function oracle(records: Map<string, SubscriptionRecord>, lastClientMs: number | null, serverKeys: ServerKeysData): string {
+function oracle(records: Map<string, SubscriptionRecord>, lastClientMs: number | null, serverKeys: ServerKeysData, position = 0): string {
   const subscriptions: Record<string, SubscriptionRecord> = {};
   for (const [key, record] of records) subscriptions[key] = record;
   const keys = Object.keys(serverKeys).length > 0 ? { server_keys: serverKeys } : {};
-  return `${JSON.stringify({ version: SNAPSHOT_VERSION, subscriptions, ...keys, last_client_ms: lastClientMs })}\n`;
+  return `${JSON.stringify({ version: SNAPSHOT_VERSION, position, subscriptions, ...keys, last_client_ms: lastClientMs })}\n`;
 }
 
 const key = (name: string, args = "{}") => `srv\u0000${name}\u0000${args}`;
@@ -45,9 +45,9 @@ test("every change leaves the joined text equal to JSON.stringify of the whole s
   const mirror = new Map<string, SubscriptionRecord>();
   const check = (lastClientMs: number | null, serverKeys: ServerKeysData = {}) => {
     const want = oracle(mirror, lastClientMs, serverKeys);
-    expect(table.serialize(lastClientMs, serverKeys)).toBe(want);
+    expect(table.serialize(0, lastClientMs, serverKeys)).toBe(want);
     // Far under the bound, what the store writes is the same text.
-    expect(table.fitted(lastClientMs, serverKeys)).toBe(want);
+    expect(table.fitted(0, lastClientMs, serverKeys)).toBe(want);
   };
 
   check(null);
@@ -78,7 +78,7 @@ test("every change leaves the joined text equal to JSON.stringify of the whole s
 test("records read back seed the table in the file's order", () => {
   const initial = Object.fromEntries(RECORDS);
   const table = new SubscriptionTable(initial);
-  expect(table.serialize(3)).toBe(oracle(new Map(RECORDS), 3, {}));
+  expect(table.serialize(0, 3)).toBe(oracle(new Map(RECORDS), 3, {}));
 });
 
 test("a store with 300 subscriptions, one changed per commit, writes a snapshot that reloads to every record", async () => {
@@ -119,9 +119,9 @@ describe("a snapshot over the bound its reader accepts", () => {
     table.set(key("small"), { cursor: "s", recent: ids("s", 3) });
     table.set(key("big"), { cursor: "b", recent: ids("b", 400) });
     table.set(key("bigger"), { cursor: "g", recent: ids("g", 1000) });
-    const whole = table.serialize(null);
+    const whole = table.serialize(0, null);
     expect(Buffer.byteLength(whole)).toBeGreaterThan(4096);
-    const fitted = table.fitted(null);
+    const fitted = table.fitted(0, null);
     if (typeof fitted !== "string") throw fitted;
     expect(Buffer.byteLength(fitted)).toBeLessThanOrEqual(4096);
     // Close to the bound: nothing was cut that fitted (a share is at most one id short of it).
@@ -138,13 +138,13 @@ describe("a snapshot over the bound its reader accepts", () => {
     // Under the bound again: whole windows.
     table.delete(key("bigger"));
     table.set(key("big"), { cursor: "b", recent: ids("b", 10) });
-    expect(table.fitted(null)).toBe(table.serialize(null));
+    expect(table.fitted(0, null)).toBe(table.serialize(0, null));
   });
 
   test("that cannot fit even without windows is an error naming the sizes, not a write", () => {
     const table = new SubscriptionTable({}, "test", 300);
     for (let i = 0; i < 3; i++) table.set(key(`t${i}`), { cursor: "c".repeat(200), recent: ["x"] });
-    const fitted = table.fitted(null);
+    const fitted = table.fitted(0, null);
     expect(fitted).toBeInstanceOf(EventsStoreError);
     expect((fitted as EventsStoreError).kind).toBe("write_failed");
     expect((fitted as EventsStoreError).message).toContain("over the 300-byte bound even without dedup windows");

@@ -200,7 +200,7 @@ describe("the snapshot", () => {
     await s.close();
     const r = await openStore(dir);
     expect(r.subscription("k")).toEqual({ cursor: "4", recent: ["e4"] });
-    expect(JSON.parse(readFileSync(snapFile(dir), "utf8")).version).toBe("vigil.mcp-events.v2");
+    expect(JSON.parse(readFileSync(snapFile(dir), "utf8")).version).toBe("vigil.mcp-events.v3");
   });
 
   test("records are copied, recent keeps the newest 1024, and an unreadable record is refused", async () => {
@@ -246,6 +246,7 @@ describe("the snapshot", () => {
     s.setLastClientMs(1234);
     await s.commit();
     expect(await EventsStore.readSnapshot(dir)).toEqual({
+      position: 0,
       subscriptions: { rt: { cursor: "3", recent: ["a"], runtime: SPEC }, cfg: { cursor: null, recent: [] } },
       server_keys: {},
       last_client_ms: 1234,

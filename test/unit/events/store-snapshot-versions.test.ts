@@ -1,6 +1,7 @@
 /**
- * The v2 events snapshot (webhook records and server keys): golden files that pin what is read and
- * written, and refusals that name the field without ever quoting a secret.
+ * The events snapshot since v2 (webhook records and server keys; v3 adds the position it covers):
+ * golden files that pin what is read and written, and refusals that name the field without ever
+ * quoting a secret.
  */
 import { describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
@@ -22,7 +23,7 @@ const WEBHOOK: WebhookRecord = {
 };
 const KEY_X = Buffer.alloc(32, 3).toString("base64url");
 
-/** A v2 file exactly as this version writes it. */
+/** A v2 file exactly as the version before positions wrote it (still read). */
 const GOLDEN_V2 = `${JSON.stringify({
   version: "vigil.mcp-events.v2",
   subscriptions: {
@@ -38,8 +39,11 @@ const GOLDEN_V2 = `${JSON.stringify({
   last_client_ms: 1700000000000,
 })}\n`;
 
-describe("events snapshot v2", () => {
-  test("a v1 file still loads (no webhook, no server keys), and the next write is v2", async () => {
+/** The same state as this version writes it: v3, naming the highest pending-log position it covers. */
+const GOLDEN_V3 = GOLDEN_V2.replace('{"version":"vigil.mcp-events.v2",', '{"version":"vigil.mcp-events.v3","position":0,');
+
+describe("events snapshot v2 and v3", () => {
+  test("a v1 file still loads (no webhook, no server keys), and the next write is v3", async () => {
     const dir = setup();
     writeFileSync(snapFile(dir), JSON.stringify({ version: "vigil.mcp-events.v1", subscriptions: { k: { cursor: "3", recent: ["a"] } }, last_client_ms: 5 }));
     const s = await openStore(dir);
@@ -48,7 +52,7 @@ describe("events snapshot v2", () => {
     expect(s.lastClientMs).toBe(5);
     s.setSubscription("k", { cursor: "4", recent: ["a"], webhook: WEBHOOK });
     await s.commit();
-    expect(JSON.parse(readFileSync(snapFile(dir), "utf8")).version).toBe("vigil.mcp-events.v2");
+    expect(JSON.parse(readFileSync(snapFile(dir), "utf8")).version).toBe("vigil.mcp-events.v3");
   });
 
   test("a v1 file may not carry the v2 fields", async () => {
@@ -60,19 +64,30 @@ describe("events snapshot v2", () => {
     expect(e.message).not.toContain(SECRET);
   });
 
-  test("a v2 file with webhook records and server keys round-trips byte for byte", async () => {
+  test("a v2 file with webhook records and server keys loads whole, and is written again as v3", async () => {
     const dir = setup();
     writeFileSync(snapFile(dir), GOLDEN_V2);
     const s = await openStore(dir);
     const record = s.subscription("srv\u0000changed\u0000{}");
     expect(record?.webhook).toEqual(WEBHOOK);
     expect(s.serverKeys).toEqual({ "https://events.example.com:8443": [KEY_X] });
+    s.setLastClientMs(1);
+    await s.commit();
+    s.setLastClientMs(1700000000000);
+    await s.commit();
+    expect(readFileSync(snapFile(dir), "utf8")).toBe(GOLDEN_V3);
+  });
+
+  test("a v3 file round-trips byte for byte", async () => {
+    const dir = setup();
+    writeFileSync(snapFile(dir), GOLDEN_V3);
+    const s = await openStore(dir);
     // A change and its undo: the store rewrites the file, and the text is what it read.
     s.setLastClientMs(1);
     await s.commit();
     s.setLastClientMs(1700000000000);
     await s.commit();
-    expect(readFileSync(snapFile(dir), "utf8")).toBe(GOLDEN_V2);
+    expect(readFileSync(snapFile(dir), "utf8")).toBe(GOLDEN_V3);
     // Records set again through the store (copies of what it handed out) are written the same way.
     for (const key of s.subscriptionKeys()) s.setSubscription(key, s.subscription(key)!);
     s.setServerKeys(s.serverKeys);
@@ -80,7 +95,17 @@ describe("events snapshot v2", () => {
     await s.commit();
     s.setLastClientMs(1700000000000);
     await s.commit();
-    expect(readFileSync(snapFile(dir), "utf8")).toBe(GOLDEN_V2);
+    expect(readFileSync(snapFile(dir), "utf8")).toBe(GOLDEN_V3);
+  });
+
+  test("a v3 file without its position, or with a negative one, is refused", async () => {
+    for (const bad of [GOLDEN_V3.replace('"position":0,', ""), GOLDEN_V3.replace('"position":0', '"position":-1')]) {
+      const dir = setup();
+      writeFileSync(snapFile(dir), bad);
+      const e = await rejection(openStore(dir));
+      expect(e.kind).toBe("snapshot_invalid");
+      expect(e.message).toContain("position");
+    }
   });
 
   test("the records a caller gets are copies", async () => {
