@@ -106,6 +106,7 @@ export interface FixtureState {
   polls: number;
   /** Arrival time of each events/poll (the fixture's monotonic clock, ms), in order. */
   poll_times: number[];
+  poll_cursors: (string | null)[];
   /** Heartbeats written on all streams so far. */
   heartbeats: number;
   log_size: number;

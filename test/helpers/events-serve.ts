@@ -212,6 +212,33 @@ export function snapshotOnDisk(stateDir: string, session: string): { subscriptio
   return existsSync(file) ? JSON.parse(readFileSync(file, "utf8")) : null;
 }
 
+/**
+ * Each subscription's cursor and dedup window as a restart would start from them: the snapshot, then
+ * the pending log's `position` records above the one it covers, in file order (serve's positions;
+ * written here from the documented format, not with vigil's code). Ledger gating is not modelled:
+ * for sessions without evidence.
+ */
+export function durableSubscriptions(stateDir: string, session: string): Record<string, { cursor: string | null; recent: string[] }> {
+  const snapshot = snapshotOnDisk(stateDir, session) as { position?: number; subscriptions: Record<string, { cursor: string | null; recent: string[] }> } | null;
+  const subs = structuredClone(snapshot?.subscriptions ?? {});
+  const file = join(sessionDir(stateDir, session), "mcp-events.log");
+  if (!existsSync(file)) return subs;
+  for (const line of readFileSync(file, "utf8").split("\n")) {
+    let record: { position?: { n: number; key: string; cursor: string | null; seen: string[]; whole?: boolean } };
+    try {
+      record = JSON.parse(line);
+    } catch {
+      continue;
+    }
+    const p = record.position;
+    if (p === undefined || p.n <= (snapshot?.position ?? 0) || subs[p.key] === undefined) continue;
+    const sub = subs[p.key]!;
+    sub.cursor = p.cursor;
+    sub.recent = (p.whole === true ? p.seen : [...sub.recent, ...p.seen]).slice(-1024);
+  }
+  return subs;
+}
+
 export function eventsFilesExist(stateDir: string, session: string): boolean {
   const dir = sessionDir(stateDir, session);
   return existsSync(join(dir, "mcp-events.json")) || existsSync(join(dir, "mcp-events.log"));
