@@ -795,7 +795,7 @@ function label(s: Setup): string {
   }
   if (s.variant === "model") return "baseline: bare SDK client, poll over http, one model request per page (no history)";
   if (s.variant === "model-history") return `floor: the same, each request also carrying the earlier pages and answers (≤ ${fmt(HISTORY_TEXT_BYTES / 1024)} KiB of their text)`;
-  if (s.variant === "floor") return "floor: the bare SDK client doing the least a durable page needs (bench/events/baseline.ts --floor: add lines, frames, log fdatasync + atomic snapshot per page)";
+  if (s.variant === "floor") return "floor: the bare SDK client doing the least a durable page needs (bench/events/baseline.ts --floor: add lines, frames, a position line, log fdatasync per page; atomic snapshot at most once a second)";
   return `baseline: bare SDK client, ${s.delivery} over ${s.transport}${s.variant === "fsync" ? " + append & fdatasync per page" : ""}`;
 }
 
