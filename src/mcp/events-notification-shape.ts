@@ -10,6 +10,9 @@
  * method, an id, an unknown top-level key, `params` not a plain object, a `_meta` with the keys the
  * schema types (`progressToken`, related-task), an own `__proto__` key the schema would drop —
  * returns null, and the caller falls back to the schema. Pure.
+ *
+ * `isStreamNotificationShape` is the looser check of vigil's own SSE reader for `events/stream`
+ * responses (events-stream-reader.ts): only what the events client's claimer routes on.
  */
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 
@@ -38,4 +41,18 @@ export function asEventsNotification(value: unknown): JSONRPCMessage | null {
     if (!isPlainObject(meta) || Object.hasOwn(meta, "__proto__") || "progressToken" in meta || RELATED_TASK in meta) return null;
   }
   return value as JSONRPCMessage;
+}
+
+/**
+ * Whether the value has the shape the events client's claimer routes on: a JSON-RPC 2.0
+ * notification (no `id`) whose method is `notifications/events/*` and whose `params`, if any, is a
+ * plain object. Nothing else is looked at: what a claimed notification carries is decided later,
+ * field by field, on the decoded JSON (events/rules/occurrence.ts). A value the claimer declines is
+ * still held to the SDK's schema before the Client sees it (observed-transport.ts). Pure.
+ */
+export function isStreamNotificationShape(value: unknown): value is JSONRPCMessage {
+  if (!isPlainObject(value) || value.jsonrpc !== "2.0" || "id" in value) return false;
+  const method = value.method;
+  if (typeof method !== "string" || !method.startsWith(EVENTS_PREFIX)) return false;
+  return value.params === undefined || isPlainObject(value.params);
 }

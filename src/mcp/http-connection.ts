@@ -12,6 +12,9 @@
  *   by the same error for each request of that POST, so memory stays bounded for those. An SSE
  *   body is filtered event by event (`cappedSseStream`): an over-cap event is dropped as it streams
  *   and a small stand-in (an event notification) or an error response (the POST's answer) follows;
+ * - the SSE answer to an `events/stream` POST is read by vigil itself (events-stream-reader.ts): the
+ *   same cap and stand-ins, the read gate asked before every message (backpressure), one parse per
+ *   message and no zod for the stream's own notifications; the SDK's transport gets an empty body;
  * - the supervisor hears when the connection is lost (`onConnectionLost`, serve.md §6 item 10): a
  *   request whose fetch fails (not one vigil aborted), or a 404 to a request that carried
  *   `Mcp-Session-Id` (the server forgot the session: streamable HTTP says to initialize anew).
@@ -20,7 +23,8 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { errorMessage } from "../shared/errors.ts";
 import { isRecord } from "../shared/guards.ts";
-import { cappedSseStream } from "./caps/sse-cap.ts";
+import { SSE_FRAMING_ALLOWANCE, cappedSseStream } from "./caps/sse-cap.ts";
+import { type DecodedSink, readEventsStream } from "./events-stream-reader.ts";
 import { checkedMaxMessageBytes, envMaxMessageBytes } from "./stdio-config.ts";
 import { OVERSIZED_RESPONSE_CODE } from "./stdio-framing.ts";
 import { ObservedTransport } from "./observed-transport.ts";
@@ -42,11 +46,38 @@ export interface HttpConnectionOptions {
 export function createHttpTransport(options: HttpConnectionOptions): ObservedTransport {
   const maxMessageBytes = checkedMaxMessageBytes(options.maxMessageBytes ?? envMaxMessageBytes());
   const readGate = new ReadGate();
+  // The reader hands messages to the ObservedTransport built around the transport it serves.
+  let observed: ObservedTransport | undefined;
+  const network = watchedFetch(options.fetch ?? ((url, init) => fetch(url, init)), options.onConnectionLost);
   const inner = new StreamableHTTPClientTransport(new URL(options.url), {
     requestInit: { headers: { ...(options.headers ?? {}) } },
-    fetch: gatedStreams(cappedFetch(cancellableStreams(watchedFetch(options.fetch ?? ((url, init) => fetch(url, init)), options.onConnectionLost)), maxMessageBytes), readGate),
+    fetch: cancellableStreams(eventStreamsReadByVigil(network, maxMessageBytes, readGate, () => observed)),
   });
-  return new ObservedTransport(inner, { name: options.name, maxMessageBytes, readGate });
+  observed = new ObservedTransport(inner, { name: options.name, maxMessageBytes, readGate });
+  return observed;
+}
+
+/**
+ * A fetch that reads the SSE answer to an `events/stream` POST itself (events-stream-reader.ts),
+ * handing its messages to `sink()`, and gives every other response the cap (`capResponse`).
+ */
+export function eventStreamsReadByVigil(base: FetchLike, maxMessageBytes: number, gate: ReadGate, sink: () => DecodedSink | undefined): FetchLike {
+  return async (url, init) => {
+    const response = await base(url, init);
+    const message = init?.method === "POST" ? singleMessage(init.body) : null;
+    const id = message?.method === "events/stream" ? message.id : undefined;
+    const to = sink();
+    if ((typeof id !== "string" && typeof id !== "number") || to === undefined || !response.ok || !isEventStream(response)) {
+      return capResponse(response, init, maxMessageBytes);
+    }
+    return readEventsStream(response, { maxMessageBytes, gate, sink: to, requestId: id, signal: init?.signal });
+  };
+}
+
+/** The media type, as the SDK decides it (the part before any parameters). */
+function isEventStream(response: Response): boolean {
+  const type = response.headers.get("content-type") ?? "";
+  return type.split(";", 1)[0]!.trim().toLowerCase() === "text/event-stream";
 }
 
 /**
@@ -76,89 +107,33 @@ export function watchedFetch(base: FetchLike, lost: ((reason: string) => void) |
  * JSON-RPC errors for the requests in that POST, without reading the body.
  */
 export function cappedFetch(base: FetchLike, maxMessageBytes: number): FetchLike {
-  return async (url, init) => {
-    const response = await base(url, init);
-    if (!response.ok) return response;
-    const type = response.headers.get("content-type") ?? "";
-    if (type.includes("text/event-stream") && response.body !== null) {
-      const ids = init?.method === "POST" ? requestIds(init.body) : [];
-      return cappedSseResponse(response, response.body, ids, maxMessageBytes);
-    }
-    if (init?.method !== "POST") return response;
-    const length = Number(response.headers.get("content-length") ?? Number.NaN);
-    if (!type.includes("application/json") || !Number.isFinite(length) || length <= maxMessageBytes) return response;
-    const ids = requestIds(init.body);
-    if (ids.length === 0) return response; // not ours to judge: the message-level cap still applies
-    await response.body?.cancel().catch(() => {});
-    const errors = ids.map((id) => ({
-      jsonrpc: "2.0" as const,
-      id,
-      error: { code: OVERSIZED_RESPONSE_CODE, message: `response larger than ${maxMessageBytes} bytes` },
-    }));
-    const headers = new Headers(response.headers);
-    headers.delete("content-length");
-    headers.set("content-type", "application/json");
-    return new Response(JSON.stringify(errors.length === 1 ? errors[0] : errors), { status: response.status, headers });
-  };
+  return async (url, init) => capResponse(await base(url, init), init, maxMessageBytes);
 }
 
-/**
- * Backpressure for `events/stream` over HTTP: the SSE body of an `events/stream` POST is handed to
- * the SDK one event at a time, pulled (never pushed) and only while the read gate is open (a push
- * stream is full, read-gate.ts): then the body is not read on and the burst waits in the socket,
- * on the server's side. The last stage before the SDK's SSE parser, so only the few events its
- * stages hold are past the gate when it closes.
- */
-export function gatedStreams(base: FetchLike, gate: ReadGate): FetchLike {
-  return async (url, init) => {
-    const response = await base(url, init);
-    if (!response.ok || response.body === null || init?.method !== "POST") return response;
-    if (!(response.headers.get("content-type") ?? "").includes("text/event-stream")) return response;
-    if (singleMessage(init.body)?.method !== "events/stream") return response;
-    return new Response(gatedBody(response.body, gate), { status: response.status, statusText: response.statusText, headers: response.headers });
-  };
-}
-
-function gatedBody(body: ReadableStream<Uint8Array>, gate: ReadGate): ReadableStream<Uint8Array> {
-  const reader = body.getReader();
-  let pieces: Uint8Array[] = [];
-  let next = 0;
-  return new ReadableStream<Uint8Array>(
-    {
-      async pull(controller) {
-        while (next >= pieces.length) {
-          const { value, done } = await reader.read();
-          if (done) return controller.close();
-          pieces = eventPieces(value);
-          next = 0;
-        }
-        const paused = gate.wait();
-        if (paused !== null) await paused;
-        controller.enqueue(pieces[next++]!);
-      },
-      cancel: (reason) => reader.cancel(reason),
-    },
-    { highWaterMark: 0 },
-  );
-}
-
-/** A chunk cut after each blank line (`\n\n`, `\n\r\n`): about one SSE event per piece. Views, no copies. */
-export function eventPieces(chunk: Uint8Array): Uint8Array[] {
-  const out: Uint8Array[] = [];
-  let from = 0;
-  for (let i = chunk.indexOf(LF); i !== -1 && i + 1 < chunk.length; i = chunk.indexOf(LF, i + 1)) {
-    const end = chunk[i + 1] === LF ? i + 2 : chunk[i + 1] === CR && chunk[i + 2] === LF ? i + 3 : -1;
-    if (end === -1) continue;
-    out.push(chunk.subarray(from, end));
-    from = end;
-    i = end - 1;
+/** `cappedFetch`'s work on one response. */
+async function capResponse(response: Response, init: RequestInit | undefined, maxMessageBytes: number): Promise<Response> {
+  if (!response.ok) return response;
+  const type = response.headers.get("content-type") ?? "";
+  if (type.includes("text/event-stream") && response.body !== null) {
+    const ids = init?.method === "POST" ? requestIds(init.body) : [];
+    return cappedSseResponse(response, response.body, ids, maxMessageBytes);
   }
-  if (from < chunk.length) out.push(chunk.subarray(from));
-  return out;
+  if (init?.method !== "POST") return response;
+  const length = Number(response.headers.get("content-length") ?? Number.NaN);
+  if (!type.includes("application/json") || !Number.isFinite(length) || length <= maxMessageBytes) return response;
+  const ids = requestIds(init.body);
+  if (ids.length === 0) return response; // not ours to judge: the message-level cap still applies
+  await response.body?.cancel().catch(() => {});
+  const errors = ids.map((id) => ({
+    jsonrpc: "2.0" as const,
+    id,
+    error: { code: OVERSIZED_RESPONSE_CODE, message: `response larger than ${maxMessageBytes} bytes` },
+  }));
+  const headers = new Headers(response.headers);
+  headers.delete("content-length");
+  headers.set("content-type", "application/json");
+  return new Response(JSON.stringify(errors.length === 1 ? errors[0] : errors), { status: response.status, headers });
 }
-
-const LF = 0x0a;
-const CR = 0x0d;
 
 /** Open `events/stream` POSTs remembered for cancellation (the oldest are forgotten past this). */
 const MAX_CANCELLABLE = 10_000;
@@ -203,9 +178,6 @@ function singleMessage(body: unknown): { method?: unknown; id?: unknown; params?
     return null;
   }
 }
-
-/** SSE framing (`data: `, line ends, an `id:` line) on top of the message: within the cap, a message is delivered whole. */
-const SSE_FRAMING_ALLOWANCE = 4096;
 
 /**
  * The same response with its event stream filtered, so that no single event is buffered past the

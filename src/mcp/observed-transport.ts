@@ -8,12 +8,15 @@
  *   themselves (streamable HTTP): an incoming message over the cap is never handed to the Client; if
  *   it answers a request in flight, that request gets a JSON-RPC error instead (the one call fails,
  *   the connection survives), otherwise it is dropped with a note.
+ * - Over streamable HTTP, vigil reads the answer to an `events/stream` POST itself and hands its
+ *   messages in through `receiveDecoded` (events-stream-reader.ts), past the inner transport.
  */
 import type { Transport, TransportSendOptions } from "@modelcontextprotocol/sdk/shared/transport.js";
-import type { JSONRPCMessage, MessageExtraInfo, RequestId } from "@modelcontextprotocol/sdk/types.js";
+import { type JSONRPCMessage, JSONRPCMessageSchema, type MessageExtraInfo, type RequestId } from "@modelcontextprotocol/sdk/types.js";
 import { standInFromMessage } from "./caps/oversized.ts";
 import { errorMessage } from "../shared/errors.ts";
 import { logLine } from "../shared/log.ts";
+import { isStreamNotificationShape } from "./events-notification-shape.ts";
 import { OVERSIZED_RESPONSE_CODE, OutstandingRequests } from "./stdio-framing.ts";
 import { ReadGate } from "./read-gate.ts";
 
@@ -122,46 +125,102 @@ export class ObservedTransport implements Transport {
     return this.inner.close();
   }
 
-  private incoming(message: JSONRPCMessage, extra?: MessageExtraInfo): void {
-    let delivered = message;
-    if (this.maxMessageBytes !== undefined) {
-      const size = serializedBytes(message);
-      if (size > this.maxMessageBytes) {
-        this.oversized++;
-        const id = isResponse(message) ? message.id : undefined;
-        if (id === undefined || !this.outstanding.has(id)) {
-          // An event too large to hand over still reaches the push loop, as a stand-in (a gap).
-          const standIn = standInFromMessage(message);
-          if (standIn === null) {
-            this.note(`dropped a ${size}-byte message (cap ${this.maxMessageBytes} bytes): it answers no request in flight`);
-            return;
-          }
-          this.note(`a ${size}-byte event notification (cap ${this.maxMessageBytes} bytes): delivering a stand-in in its place`);
-          delivered = standIn;
-        } else {
-          this.note(`a ${size}-byte message (cap ${this.maxMessageBytes} bytes) answered request ${JSON.stringify(id)}: failing that call`);
-          delivered = {
-            jsonrpc: "2.0",
-            id,
-            error: { code: OVERSIZED_RESPONSE_CODE, message: `response larger than ${this.maxMessageBytes} bytes` },
-          };
-        }
+  /**
+   * A message vigil's own reader decoded from an `events/stream` response (events-stream-reader.ts),
+   * which the inner transport never sees. It takes the path the inner transport's `onmessage`
+   * takes, less the work the reader made redundant:
+   *
+   * - a value shaped like a stream notification (isStreamNotificationShape) is offered to the
+   *   claimer without the SDK's schema: the events client decides on its fields itself. Anything
+   *   else, and a notification the claimer declines, is held to the SDK's `JSONRPCMessageSchema`
+   *   as the SDK would have held it: one it refuses is reported through `onerror` and not delivered;
+   * - `surelyWithinCap`: the reader knows from the size of the message's SSE event that it cannot
+   *   be over the cap, so it is not serialized again to be measured.
+   *
+   * Returns whether the message was delivered.
+   */
+  receiveDecoded(value: unknown, surelyWithinCap: boolean): boolean {
+    const shaped = this.claimer !== null && isStreamNotificationShape(value);
+    if (shaped) {
+      const message = this.capped(value, surelyWithinCap);
+      if (message === null) return false;
+      if (this.claimedUnchecked(message)) return true;
+      if (message !== value) {
+        this.deliver(message); // a stand-in: valid as built
+        return true;
       }
     }
-    if (isResponse(delivered)) {
-      if (this.initializeId !== undefined && delivered.id === this.initializeId && "result" in delivered) {
-        this.rawInitialize = structuredClone(delivered.result as Record<string, unknown>);
+    const parsed = JSONRPCMessageSchema.safeParse(value);
+    if (!parsed.success) {
+      this.onerror?.(parsed.error);
+      return false;
+    }
+    const message = shaped ? (parsed.data as JSONRPCMessage) : this.capped(parsed.data as JSONRPCMessage, surelyWithinCap);
+    if (message === null) return false;
+    this.deliver(message);
+    return true;
+  }
+
+  private incoming(message: JSONRPCMessage, extra?: MessageExtraInfo): void {
+    const delivered = this.capped(message, false);
+    if (delivered !== null) this.deliver(delivered, extra);
+  }
+
+  /** The message as it may be handed on under the cap: itself, its stand-in or error, or null (dropped). */
+  private capped(message: JSONRPCMessage, surelyWithinCap: boolean): JSONRPCMessage | null {
+    if (this.maxMessageBytes === undefined || surelyWithinCap) return message;
+    const size = serializedBytes(message);
+    if (size <= this.maxMessageBytes) return message;
+    this.oversized++;
+    const id = isResponse(message) ? message.id : undefined;
+    if (id === undefined || !this.outstanding.has(id)) {
+      // An event too large to hand over still reaches the push loop, as a stand-in (a gap).
+      const standIn = standInFromMessage(message);
+      if (standIn === null) {
+        this.note(`dropped a ${size}-byte message (cap ${this.maxMessageBytes} bytes): it answers no request in flight`);
+        return null;
+      }
+      this.note(`a ${size}-byte event notification (cap ${this.maxMessageBytes} bytes): delivering a stand-in in its place`);
+      return standIn;
+    }
+    this.note(`a ${size}-byte message (cap ${this.maxMessageBytes} bytes) answered request ${JSON.stringify(id)}: failing that call`);
+    return { jsonrpc: "2.0", id, error: { code: OVERSIZED_RESPONSE_CODE, message: `response larger than ${this.maxMessageBytes} bytes` } };
+  }
+
+  private deliver(message: JSONRPCMessage, extra?: MessageExtraInfo): void {
+    if (isResponse(message)) {
+      if (this.initializeId !== undefined && message.id === this.initializeId && "result" in message) {
+        this.rawInitialize = structuredClone(message.result as Record<string, unknown>);
         this.initializeId = undefined;
       }
-      this.outstanding.settle(delivered.id);
+      this.outstanding.settle(message.id);
     }
-    for (const listener of this.incomingListeners) listener(delivered);
+    for (const listener of this.incomingListeners) listener(message);
     try {
-      if (this.claimer?.(delivered) === true) return;
-      this.onmessage?.(delivered, extra);
+      if (this.claimer?.(message) === true) return;
+      this.onmessage?.(message, extra);
     } catch (e) {
-      this.onerror?.(new Error(`MCP server ${JSON.stringify(this.name)}: message handler failed: ${errorMessage(e)}`));
+      this.handlerFailed(e);
     }
+  }
+
+  /**
+   * The claimer's look at a notification no schema checked: taken, the listeners hear of it as of
+   * any message; declined, nobody has seen it yet (it is checked first).
+   */
+  private claimedUnchecked(message: JSONRPCMessage): boolean {
+    try {
+      if (this.claimer?.(message) !== true) return false;
+    } catch (e) {
+      this.handlerFailed(e);
+      return true;
+    }
+    for (const listener of this.incomingListeners) listener(message);
+    return true;
+  }
+
+  private handlerFailed(e: unknown): void {
+    this.onerror?.(new Error(`MCP server ${JSON.stringify(this.name)}: message handler failed: ${errorMessage(e)}`));
   }
 
   private note(text: string): void {

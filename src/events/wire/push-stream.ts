@@ -6,8 +6,8 @@
  * one heavier notification is taken alone). Near either top (highWaterOf) the stream holds its
  * connection's read gate (mcp/read-gate.ts): the transport stops reading, so a burst waits on the
  * server's side instead of overflowing; the gate is let go once the consumer drained the queue
- * (or the stream ends). Overflow stays as the last resort — a transport that cannot stop at once
- * (HTTP: what the SSE parser already holds), or a gate held past STALL_MS (a consumer stuck on a
+ * (or the stream ends). Overflow stays as the last resort — a transport that cannot stop at once,
+ * or a gate held past STALL_MS (a consumer stuck on a
  * commit must not stall the connection's other traffic): the stream stops accepting, what is
  * queued (all of it earlier than the dropped notification) is still handed out, then an
  * `overflow` end tells the consumer to reconnect from the last cursor it stored — so the cursor
@@ -37,7 +37,8 @@ export const STREAM_BUFFER_BYTES = 16 * 1024 * 1024;
 /**
  * From how many queued notifications a stream holds the read gate: the capacity less a margin
  * (an eighth, at least 2) for what is past the gate when it closes — nothing over stdio (the gate is
- * asked after every line), the few events the SDK's SSE stages hold over HTTP. Close to the top, so
+ * asked after every line) nor over HTTP (mcp/events-stream-reader.ts asks it before every message),
+ * but another transport may hand on a few more. Close to the top, so
  * that each drained run (one commit, one fdatasync) is as large as the buffer allows. Pure.
  */
 export function highWaterOf(capacity: number): number {

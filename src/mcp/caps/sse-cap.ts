@@ -20,6 +20,9 @@ export interface CappedSseOptions {
   replaceResponse?: unknown;
 }
 
+/** SSE framing (`data: `, line ends, an `id:` line) on top of a message: within the cap, a message is delivered whole. */
+export const SSE_FRAMING_ALLOWANCE = 4096;
+
 const LF = 0x0a;
 const CR = 0x0d;
 const COLON = 0x3a;
