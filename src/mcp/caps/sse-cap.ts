@@ -35,6 +35,7 @@ const Field = { Name: 0, ValueStart: 1, Value: 2 } as const;
 type FieldState = (typeof Field)[keyof typeof Field];
 type FieldKind = "data" | "id" | "event" | "other";
 
+const LF_BYTE = Uint8Array.of(LF);
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -179,7 +180,7 @@ export class SseCapFilter {
     this.lineLength = 0;
     this.field = Field.Name;
     this.kind = "other";
-    this.name = [];
+    this.name.length = 0;
   }
 
   /** Follows the field structure of one line's bytes [from, to), collecting what a stand-in needs. */
@@ -200,27 +201,31 @@ export class SseCapFilter {
       if (chunk[i] === SPACE) i++;
       this.field = Field.Value;
     }
-    if (i < to) this.value(chunk.subarray(i, to));
+    if (i < to) this.value(chunk, i, to);
   }
 
+  /** Compared byte by byte: this runs for every line of every event. */
   private nameKind(): FieldKind {
-    const name = String.fromCharCode(...this.name);
-    return name === "data" || name === "id" || name === "event" ? name : "other";
+    const n = this.name;
+    if (n.length === 4 && n[0] === 0x64 && n[1] === 0x61 && n[2] === 0x74 && n[3] === 0x61) return "data";
+    if (n.length === 2 && n[0] === 0x69 && n[1] === 0x64) return "id";
+    if (n.length === 5 && n[0] === 0x65 && n[1] === 0x76 && n[2] === 0x65 && n[3] === 0x6e && n[4] === 0x74) return "event";
+    return "other";
   }
 
   private startValue(kind: FieldKind): void {
     this.field = Field.ValueStart;
     this.kind = kind;
     // Data lines join with a line feed between them, as an SSE reader joins them.
-    if (kind === "data" && this.dataLines++ > 0) this.appendHead(Uint8Array.of(LF));
+    if (kind === "data" && this.dataLines++ > 0) this.appendHead(LF_BYTE, 0, 1);
     if (kind === "id") this.id = [];
     if (kind === "event") this.eventType = [];
   }
 
-  private value(bytes: Uint8Array): void {
-    if (this.kind === "data") this.appendHead(bytes);
-    else if (this.kind === "id") this.id = appendSmall(this.id, bytes);
-    else if (this.kind === "event") this.eventType = appendSmall(this.eventType, bytes);
+  private value(chunk: Uint8Array, from: number, to: number): void {
+    if (this.kind === "data") this.appendHead(chunk, from, to);
+    else if (this.kind === "id") this.id = appendSmall(this.id, chunk.subarray(from, to));
+    else if (this.kind === "event") this.eventType = appendSmall(this.eventType, chunk.subarray(from, to));
   }
 
   private endLine(): void {
@@ -229,10 +234,10 @@ export class SseCapFilter {
     this.resetLine();
   }
 
-  private appendHead(bytes: Uint8Array): void {
-    const n = Math.min(bytes.length, this.head.length - this.headLength);
+  private appendHead(chunk: Uint8Array, from: number, to: number): void {
+    const n = Math.min(to - from, this.head.length - this.headLength);
     if (n <= 0) return;
-    this.head.set(bytes.subarray(0, n), this.headLength);
+    this.head.set(chunk.subarray(from, from + n), this.headLength);
     this.headLength += n;
   }
 
