@@ -111,8 +111,9 @@ test("a server that stops publishing is still held to its key: 404, then 503, ac
   // A crash, and the restart finds the JWKS withheld: the key comes back from the snapshot.
   await stack.kill9();
   await stack.fixture.control("jwks", { publish: false });
-  await stack.restart();
+  // Counted before the restart: the new daemon may fetch the JWKS before restart() returns.
   const asked = (await stack.fixture.state()).jwks_requests;
+  await stack.restart();
   hook = await refreshedPast(stack, hook.refreshes, "the resubscribe after the restart");
   expect((await stack.fixture.state()).jwks_requests).toBeGreaterThan(asked);
   const after = await SseReader.open(cleanups, framesUrl(stack.base, EVENTS_SESSION, 0));
