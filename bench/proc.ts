@@ -39,6 +39,22 @@ export function memoryOf(pid: number): Memory {
   return { rssKiB: field("VmRSS"), hwmKiB: field("VmHWM"), anonKiB: field("RssAnon"), fds: readdirSync(`/proc/${pid}/fd`).length, threads: field("Threads") };
 }
 
+/** /proc/stat's first line so far, clock ticks: all CPU time, and the part of it the host took from this VM (steal). */
+export function cpuTicks(): { total: number; steal: number } {
+  try {
+    const f = readFileSync("/proc/stat", "utf8").split("\n", 1)[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
+    return { total: f.reduce((a, b) => a + b, 0), steal: f[7] ?? 0 };
+  } catch {
+    return { total: Number.NaN, steal: Number.NaN };
+  }
+}
+
+/** Of the CPU time between two readings, the share the host took (0 when unknown or nothing passed). */
+export function stealShare(from: { total: number; steal: number }, to: { total: number; steal: number }): number {
+  const total = to.total - from.total;
+  return total > 0 && Number.isFinite(total) ? (to.steal - from.steal) / total : 0;
+}
+
 /** CPU time the whole machine spent busy so far (every CPU, from /proc/stat: all but idle and iowait), ms. */
 export function machineBusyMs(): number {
   try {

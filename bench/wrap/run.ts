@@ -54,6 +54,7 @@ import { availableParallelism, loadavg, release, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
 import { exitUnlessDoneWithin } from "../children.ts";
+import { cpuTicks, stealShare } from "../proc.ts";
 import { writeResultsSection } from "../results-file.ts";
 import { VIGIL } from "../vigil-under-test.ts";
 import { generateKeyPair } from "../../src/evidence/keys.ts";
@@ -887,7 +888,17 @@ interface Collected {
   latency: Map<SetupName, LatencyResult[]>;
   throughput: Map<SetupName, ThroughputResult[]>;
   large: Map<SetupName, LargeResult[]>;
+  /** Runs done again because the host took more than MAX_STEAL of the CPU time during them, and runs kept over it after the last try. */
+  noise: { redone: number; keptNoisy: number; worstKept: number };
 }
+
+/**
+ * A run during which the host (this is a VM) took more than this share of the CPU time as steal is
+ * done again, at most STEAL_TRIES times in all: a latency tail measured while the vCPUs were
+ * preempted is the neighbour's, not the code's (one wrap run read a p99 of 13× the relay's at 18 %).
+ */
+const MAX_STEAL = 0.03;
+const STEAL_TRIES = 3;
 
 const BASE: Partial<Record<SetupName, SetupName>> = {
   relay: "direct",
@@ -1120,7 +1131,7 @@ function markdownSection(c: Config, date: string, tables: Table[], targets: Targ
     "",
     `Machine: ${m.nproc} CPUs (nproc), ${m.cpu}, Linux ${m.kernel}, Bun ${m.bun}, load average ${loadAtStart} at the start, ${loadavg().map((x) => x.toFixed(2)).join(" ")} at the end.`,
     `vigil: ${m.vigil}, tree ${m.tree}.`,
-    `Run: \`bun bench/wrap/run.ts ${process.argv.slice(2).join(" ")}\`, ${c.rounds} rounds; each measurement spawns a fresh process chain; setups interleaved with a rotating order; the median over rounds is reported (range in parentheses); ${seconds.toFixed(0)} s.`,
+    `Run: \`bun bench/wrap/run.ts ${process.argv.slice(2).join(" ")}\`, ${c.rounds} rounds; each measurement spawns a fresh process chain; setups interleaved with a rotating order; the median over rounds is reported (range in parentheses); ${seconds.toFixed(0)} s. ${stealNote({ noise: lastNoise })}`,
     "",
     "Setups:",
     "",
@@ -1133,6 +1144,15 @@ function markdownSection(c: Config, date: string, tables: Table[], targets: Targ
   lines.push(`**Targets (wrap.md §11, ${c.signing ? "issue 14" : "issue 16"})**`, "", renderMarkdown(["target", "measured", "result"], targets.map((t) => [t.name, t.measured, verdict(t.met)])), "");
   lines.push(`<!-- bench:${key} end -->`);
   return lines.join("\n");
+}
+
+let lastNoise: Collected["noise"] = { redone: 0, keptNoisy: 0, worstKept: 0 };
+
+/** What the host's steal did to the run: runs done again, and any kept over the bound. */
+function stealNote(got: Pick<Collected, "noise">): string {
+  const n = got.noise;
+  const kept = n.keptNoisy > 0 ? `; ${n.keptNoisy} kept after ${STEAL_TRIES} tries (worst ${(n.worstKept * 100).toFixed(0)} %)` : "";
+  return `Host steal: runs during which the host took more than ${MAX_STEAL * 100} % of the CPU time were done again (${n.redone} of them${kept}).`;
 }
 
 /** What the signed runs signed, per phase (median over rounds): records across both logs and checkpoints written. */
@@ -1149,6 +1169,25 @@ function checkpointSummary(): string | null {
 
 // ---------------------------------------------------------------------------------------------
 // Main
+
+/** One run, done again (its result dropped) while the host took more than MAX_STEAL of the CPU during it. */
+async function runQuiet(setup: Setup, phase: PhaseName, c: Config, got: Collected): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    const before = cpuTicks();
+    await runOne(setup, phase, c, got);
+    const steal = stealShare(before, cpuTicks());
+    if (steal <= MAX_STEAL) return;
+    if (attempt >= STEAL_TRIES) {
+      got.noise.keptNoisy++;
+      got.noise.worstKept = Math.max(got.noise.worstKept, steal);
+      return;
+    }
+    got.noise.redone++;
+    process.stderr.write(`  (${setup.name} ${phase}: the host took ${(steal * 100).toFixed(0)} % of the CPU as steal; done again)\n`);
+    const runs: unknown[] = phase === "latency" ? got.latency.get(setup.name)! : phase === "throughput" ? got.throughput.get(setup.name)! : got.large.get(setup.name)!;
+    runs.pop();
+  }
+}
 
 async function runOne(setup: Setup, phase: PhaseName, c: Config, got: Collected): Promise<void> {
   const dir = mkdtempSync(join(tempRoot!, `${setup.name.replace(/\W/g, "_")}-${phase}-`));
@@ -1190,19 +1229,20 @@ async function main(): Promise<number> {
     return 2;
   }
   loadAtStart = loadavg().map((x) => x.toFixed(2)).join(" ");
-  const stopDeadline = exitUnlessDoneWithin(DEADLINE_MS * Math.max(1, c.rounds / 5) * Math.max(1, c.setups.length / 5));
+  // Twice the bound of a quiet run: runs done again for the host's steal (runQuiet) take their time too.
+  const stopDeadline = exitUnlessDoneWithin(2 * DEADLINE_MS * Math.max(1, c.rounds / 5) * Math.max(1, c.setups.length / 5));
   tempRoot = mkdtempSync(join(tmpdir(), "vigil-bench-"));
   // The key lives in the run's temp dir (0700), created exclusively 0600 as `vigil keygen` does; only its path goes into argv.
   if (c.setups.includes("wrap-signed")) signingKey = generateKeyPair(join(tempRoot, "bench-signing")).keyPath;
   const began = performance.now();
-  const got: Collected = { latency: new Map(), throughput: new Map(), large: new Map() };
+  const got: Collected = { latency: new Map(), throughput: new Map(), large: new Map(), noise: { redone: 0, keptNoisy: 0, worstKept: 0 } };
   for (const s of c.setups) for (const m of [got.latency, got.throughput, got.large]) m.set(s, []);
 
   for (let round = 0; round < c.rounds; round++) {
     for (const phase of c.phases) {
       const order = c.setups.map((_, i) => c.setups[(i + round) % c.setups.length]!);
       for (const name of order) {
-        await runOne(SETUPS[name], phase, c, got);
+        await runQuiet(SETUPS[name], phase, c, got);
         process.stderr.write(`  round ${round + 1}/${c.rounds}  ${phase.padEnd(10)} ${name.padEnd(12)} ${progress(name, phase, got)}\n`);
       }
     }
@@ -1211,10 +1251,12 @@ async function main(): Promise<number> {
   stopDeadline();
 
   const { tables, targets } = report(c, got);
+  lastNoise = got.noise;
   const m = machine();
   const out: string[] = [
     "",
     `vigil wrap bench — ${m.nproc} CPUs, ${m.cpu}, Bun ${m.bun}, vigil ${m.vigil}, tree ${m.tree}; ${c.rounds} round(s), ${seconds.toFixed(0)} s`,
+    stealNote(got),
     "",
   ];
   for (const t of tables) out.push(t.title, renderText(t.headers, t.rows), "");
