@@ -444,8 +444,8 @@ function vigilConfig(dir: string, modelUrl: string, server: Record<string, unkno
 }
 
 async function vigilRun(setup: Setup, round: number, n: number): Promise<FlowRun> {
-  const dir = join(tempRoot!, `run-${round}-${setup.id.replace(/[^a-z]+/g, "-")}`);
-  mkdirSync(dir, { recursive: true });
+  // Its own directory each time: a run done again (host steal) must not find the last one's files.
+  const dir = mkdtempSync(join(tempRoot!, `run-${round}-${setup.id.replace(/[^a-z]+/g, "-")}-`));
   const model = await newModel();
   const tally = setup.target === "model" ? countingModel(model) : null;
   if (setup.target === "log") model.setDefaultReply({ stall: true });
@@ -554,8 +554,8 @@ async function loopBlockSince(v: Child, from: number): Promise<{ block: number; 
 }
 
 async function baselineRun(setup: Setup, round: number, n: number): Promise<FlowRun> {
-  const dir = join(tempRoot!, `run-${round}-${setup.id.replace(/[^a-z]+/g, "-")}`);
-  mkdirSync(dir, { recursive: true });
+  // Its own directory each time: a run done again (host steal) must not find the last one's files.
+  const dir = mkdtempSync(join(tempRoot!, `run-${round}-${setup.id.replace(/[^a-z]+/g, "-")}-`));
   const model = setup.target === "model" ? await newModel() : null;
   const tally = model !== null ? countingModel(model) : null;
   let httpFixture: Awaited<ReturnType<typeof startHttpFixture>> | null = null;
