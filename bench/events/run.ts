@@ -66,7 +66,7 @@ import { fmt, median, mib, runBench, table, targetsMarkdown, targetsText } from 
 import { VIGIL, machine, vigilPresent } from "../vigil-under-test.ts";
 import { type Memory, cpuMsOf, memoryOf, selfCpuMs } from "../proc.ts";
 import { type Child, exitUnlessDoneWithin, type LineHandler, spawnChild, stop, until, waitLine, waitStderr } from "../children.ts";
-import { cpuTicks, stealShare } from "../proc.ts";
+import { type StealCount, quietRun, stealCount, stealNote } from "../steal.ts";
 import { inFlight } from "../in-flight.ts";
 import { type Control, type FixtureState, FIXTURE, LogTail, THROUGHPUT_KNOBS, control, startHttpFixture } from "./fixture.ts";
 import { eventsTargets } from "./targets.ts";
@@ -775,16 +775,9 @@ interface Results {
   probe: ProbeResult | null;
   seconds: number;
   load: [string, string];
-  /** Runs done again because the host took more than MAX_STEAL of the CPU time during them; kept over it after STEAL_TRIES. */
-  steal: { redone: number; keptNoisy: number };
+  /** Throughput runs done again for the host's steal (bench/steal.ts). */
+  steal: StealCount;
 }
-
-/**
- * A throughput run during which the host (this is a VM) took more than this share of the CPU time
- * as steal is done again, at most STEAL_TRIES times in all: what it measured was the neighbour.
- */
-const MAX_STEAL = 0.03;
-const STEAL_TRIES = 3;
 
 const runsOf = (r: Results, id: string) => r.runs.filter((x) => x.setup.id === id);
 const rateOf = (r: Results, id: string) => median(runsOf(r, id).map((x) => x.rate));
@@ -933,7 +926,7 @@ function render(r: Results): string {
   L.push(`## events — ${r.date}`, "");
   L.push(`Machine: ${r.machine}.`);
   L.push(
-    `Run: \`bun bench/events/run.ts --write\`, ${r.o.rounds} round${r.o.rounds === 1 ? "" : "s"} of ${setupCount} throughput setups interleaved in a rotating order, every run on fresh processes, medians over rounds (range in parentheses); ${fmt(r.seconds)} s in all; 1-min load average ${r.load[0]} at start, ${r.load[1]} at end. Host steal: throughput runs during which the host took more than ${fmt(MAX_STEAL * 100)} % of the CPU time were done again (${r.steal.redone} of them${r.steal.keptNoisy > 0 ? `; ${r.steal.keptNoisy} kept after ${STEAL_TRIES} tries` : ""}).`,
+    `Run: \`bun bench/events/run.ts --write\`, ${r.o.rounds} round${r.o.rounds === 1 ? "" : "s"} of ${setupCount} throughput setups interleaved in a rotating order, every run on fresh processes, medians over rounds (range in parentheses); ${fmt(r.seconds)} s in all; 1-min load average ${r.load[0]} at start, ${r.load[1]} at end. ${stealNote(r.steal, "throughput runs")}`,
     "",
   );
   if (logRuns) {
@@ -1053,26 +1046,14 @@ async function main(): Promise<number> {
 
   // (a), (b)
   const runs: FlowRun[] = [];
-  const steal = { redone: 0, keptNoisy: 0 };
+  const steal = stealCount();
   const setups = SETUPS.filter((s) => o.phases.has(s.target) && (o.only === null || o.only.some((x) => s.id.includes(x))));
   if (setups.length > 0) {
     for (let round = 1; round <= o.rounds; round++) {
       for (let i = 0; i < setups.length; i++) {
         const s = setups[(i + round - 1) % setups.length]!;
         const n = s.target === "model" ? o.modelEvents : o.events;
-        let x: FlowRun;
-        for (let attempt = 1; ; attempt++) {
-          const before = cpuTicks();
-          x = s.who === "vigil" ? await vigilRun(s, round, n) : await baselineRun(s, round, n);
-          const share = stealShare(before, cpuTicks());
-          if (share <= MAX_STEAL) break;
-          if (attempt >= STEAL_TRIES) {
-            steal.keptNoisy++;
-            break;
-          }
-          steal.redone++;
-          process.stderr.write(`  (${s.id}: the host took ${fmt(share * 100)} % of the CPU as steal; done again)\n`);
-        }
+        const x = await quietRun(s.id, steal, () => (s.who === "vigil" ? vigilRun(s, round, n) : baselineRun(s, round, n)));
         runs.push(x);
         process.stderr.write(`  round ${round}/${o.rounds} ${s.id.padEnd(32)} ${fmt(x.rate).padStart(7)} events/s (${fmt(x.ms)} ms)${x.statusErrors ? `, ${x.statusErrors} error statuses` : ""}${x.maxLoopBlockMs === null ? "" : `, loop block ${fmt(x.maxLoopBlockMs, 1)} ms on CPU (lag ${fmt(x.maxLoopLagMs ?? Number.NaN, 1)} ms)`}\n`);
       }

@@ -52,7 +52,7 @@ import { type Target, fmt, median, mib, runBench, table, targetsMarkdown, target
 import { VIGIL, machine, vigilPresent } from "../vigil-under-test.ts";
 import { type Memory, cpuMsOf, memoryOf, selfCpuMs } from "../proc.ts";
 import { type Child, exitUnlessDoneWithin, spawnChild, stop, until, waitLine, waitStderr, within } from "../children.ts";
-import { cpuTicks, stealShare } from "../proc.ts";
+import { type StealCount, quietRun, stealCount, stealNote } from "../steal.ts";
 import { SseStream } from "../sse-stream.ts";
 
 const ROOT = resolve(import.meta.dir, "../..");
@@ -417,13 +417,9 @@ interface Results {
   fanExit: number | null;
   seconds: number;
   load: [string, string];
-  /** Fan-out runs done again because the host took more than MAX_STEAL of the CPU time during them; kept over it after STEAL_TRIES. */
-  steal: { redone: number; keptNoisy: number };
+  /** Fan-out runs done again for the host's steal (bench/steal.ts). */
+  steal: StealCount;
 }
-
-/** A fan-out run during which the host (a VM's) took more than this share of the CPU as steal is done again, STEAL_TRIES times at most in all. */
-const MAX_STEAL = 0.03;
-const STEAL_TRIES = 3;
 
 function render(r: Results): string {
   const L: string[] = [];
@@ -431,7 +427,7 @@ function render(r: Results): string {
   L.push(`## serve — ${r.date}`, "");
   L.push(`Machine: ${r.machine}.${r.o.vs === null ? "" : ` Setup \`vs\` (--vs): ${r.o.vs}, in the same rounds.`}`);
   L.push(
-    `Run: \`bun bench/serve/run.ts ${process.argv.slice(2).join(" ")}\`, ${r.o.rounds} fan-out round${r.o.rounds === 1 ? "" : "s"}, the ${r.o.clients.length * (r.o.vs === null ? 2 : 3)} fan-out setups interleaved in a rotating order, medians over rounds (range in parentheses); ${fmt(r.seconds)} s; 1-min load average ${r.load[0]} at start, ${r.load[1]} at end. Host steal: fan-out runs during which the host took more than ${fmt(MAX_STEAL * 100)} % of the CPU time were done again (${r.steal.redone} of them${r.steal.keptNoisy > 0 ? `; ${r.steal.keptNoisy} kept after ${STEAL_TRIES} tries` : ""}).`,
+    `Run: \`bun bench/serve/run.ts ${process.argv.slice(2).join(" ")}\`, ${r.o.rounds} fan-out round${r.o.rounds === 1 ? "" : "s"}, the ${r.o.clients.length * (r.o.vs === null ? 2 : 3)} fan-out setups interleaved in a rotating order, medians over rounds (range in parentheses); ${fmt(r.seconds)} s; 1-min load average ${r.load[0]} at start, ${r.load[1]} at end. ${stealNote(r.steal, "fan-out runs")}`,
     "",
   );
   L.push(
@@ -560,23 +556,11 @@ async function main(): Promise<number> {
   const setups: [Server, number][] = [];
   for (const s of vs === null ? [vigil, baseline] : [vigil, vs, baseline]) for (const k of o.clients) setups.push([s, k]);
   const runs: FanRun[] = [];
-  const steal = { redone: 0, keptNoisy: 0 };
+  const steal = stealCount();
   for (let round = 1; round <= o.rounds; round++) {
     for (let i = 0; i < setups.length; i++) {
       const [s, k] = setups[(i + round - 1) % setups.length]!;
-      let x: FanRun;
-      for (let attempt = 1; ; attempt++) {
-        const before = cpuTicks();
-        x = await fanOut(s, k, round, o);
-        const share = stealShare(before, cpuTicks());
-        if (share <= MAX_STEAL) break;
-        if (attempt >= STEAL_TRIES) {
-          steal.keptNoisy++;
-          break;
-        }
-        steal.redone++;
-        process.stderr.write(`  (${s.name} ${k} clients: the host took ${fmt(share * 100)} % of the CPU as steal; done again)\n`);
-      }
+      const x = await quietRun(`${s.name} ${k} clients`, steal, () => fanOut(s, k, round, o));
       runs.push(x);
       process.stderr.write(`  round ${round}/${o.rounds} ${s.name.padEnd(8)} ${String(k).padStart(2)} clients: ${fmt(mean(x.perClient))} frames/s per client, ${fmt(x.total)} total\n`);
     }

@@ -54,7 +54,7 @@ import { availableParallelism, loadavg, release, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
 import { exitUnlessDoneWithin } from "../children.ts";
-import { cpuTicks, stealShare } from "../proc.ts";
+import { type StealCount, quietRun, stealCount, stealNote } from "../steal.ts";
 import { writeResultsSection } from "../results-file.ts";
 import { VIGIL } from "../vigil-under-test.ts";
 import { generateKeyPair } from "../../src/evidence/keys.ts";
@@ -888,17 +888,9 @@ interface Collected {
   latency: Map<SetupName, LatencyResult[]>;
   throughput: Map<SetupName, ThroughputResult[]>;
   large: Map<SetupName, LargeResult[]>;
-  /** Runs done again because the host took more than MAX_STEAL of the CPU time during them, and runs kept over it after the last try. */
-  noise: { redone: number; keptNoisy: number; worstKept: number };
+  /** Runs done again for the host's steal (bench/steal.ts). */
+  noise: StealCount;
 }
-
-/**
- * A run during which the host (this is a VM) took more than this share of the CPU time as steal is
- * done again, at most STEAL_TRIES times in all: a latency tail measured while the vCPUs were
- * preempted is the neighbour's, not the code's (one wrap run read a p99 of 13× the relay's at 18 %).
- */
-const MAX_STEAL = 0.03;
-const STEAL_TRIES = 3;
 
 const BASE: Partial<Record<SetupName, SetupName>> = {
   relay: "direct",
@@ -1131,7 +1123,7 @@ function markdownSection(c: Config, date: string, tables: Table[], targets: Targ
     "",
     `Machine: ${m.nproc} CPUs (nproc), ${m.cpu}, Linux ${m.kernel}, Bun ${m.bun}, load average ${loadAtStart} at the start, ${loadavg().map((x) => x.toFixed(2)).join(" ")} at the end.`,
     `vigil: ${m.vigil}, tree ${m.tree}.`,
-    `Run: \`bun bench/wrap/run.ts ${process.argv.slice(2).join(" ")}\`, ${c.rounds} rounds; each measurement spawns a fresh process chain; setups interleaved with a rotating order; the median over rounds is reported (range in parentheses); ${seconds.toFixed(0)} s. ${stealNote({ noise: lastNoise })}`,
+    `Run: \`bun bench/wrap/run.ts ${process.argv.slice(2).join(" ")}\`, ${c.rounds} rounds; each measurement spawns a fresh process chain; setups interleaved with a rotating order; the median over rounds is reported (range in parentheses); ${seconds.toFixed(0)} s. ${stealNote(lastNoise, "runs")}`,
     "",
     "Setups:",
     "",
@@ -1146,14 +1138,7 @@ function markdownSection(c: Config, date: string, tables: Table[], targets: Targ
   return lines.join("\n");
 }
 
-let lastNoise: Collected["noise"] = { redone: 0, keptNoisy: 0, worstKept: 0 };
-
-/** What the host's steal did to the run: runs done again, and any kept over the bound. */
-function stealNote(got: Pick<Collected, "noise">): string {
-  const n = got.noise;
-  const kept = n.keptNoisy > 0 ? `; ${n.keptNoisy} kept after ${STEAL_TRIES} tries (worst ${(n.worstKept * 100).toFixed(0)} %)` : "";
-  return `Host steal: runs during which the host took more than ${MAX_STEAL * 100} % of the CPU time were done again (${n.redone} of them${kept}).`;
-}
+let lastNoise: StealCount = stealCount();
 
 /** What the signed runs signed, per phase (median over rounds): records across both logs and checkpoints written. */
 function checkpointSummary(): string | null {
@@ -1170,23 +1155,10 @@ function checkpointSummary(): string | null {
 // ---------------------------------------------------------------------------------------------
 // Main
 
-/** One run, done again (its result dropped) while the host took more than MAX_STEAL of the CPU during it. */
-async function runQuiet(setup: Setup, phase: PhaseName, c: Config, got: Collected): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    const before = cpuTicks();
-    await runOne(setup, phase, c, got);
-    const steal = stealShare(before, cpuTicks());
-    if (steal <= MAX_STEAL) return;
-    if (attempt >= STEAL_TRIES) {
-      got.noise.keptNoisy++;
-      got.noise.worstKept = Math.max(got.noise.worstKept, steal);
-      return;
-    }
-    got.noise.redone++;
-    process.stderr.write(`  (${setup.name} ${phase}: the host took ${(steal * 100).toFixed(0)} % of the CPU as steal; done again)\n`);
-    const runs: unknown[] = phase === "latency" ? got.latency.get(setup.name)! : phase === "throughput" ? got.throughput.get(setup.name)! : got.large.get(setup.name)!;
-    runs.pop();
-  }
+/** One run, done again (its result dropped) while the host's steal decided it (bench/steal.ts). */
+function runQuiet(setup: Setup, phase: PhaseName, c: Config, got: Collected): Promise<void> {
+  const results: unknown[] = phase === "latency" ? got.latency.get(setup.name)! : phase === "throughput" ? got.throughput.get(setup.name)! : got.large.get(setup.name)!;
+  return quietRun(`${setup.name} ${phase}`, got.noise, () => runOne(setup, phase, c, got), () => void results.pop());
 }
 
 async function runOne(setup: Setup, phase: PhaseName, c: Config, got: Collected): Promise<void> {
@@ -1235,7 +1207,7 @@ async function main(): Promise<number> {
   // The key lives in the run's temp dir (0700), created exclusively 0600 as `vigil keygen` does; only its path goes into argv.
   if (c.setups.includes("wrap-signed")) signingKey = generateKeyPair(join(tempRoot, "bench-signing")).keyPath;
   const began = performance.now();
-  const got: Collected = { latency: new Map(), throughput: new Map(), large: new Map(), noise: { redone: 0, keptNoisy: 0, worstKept: 0 } };
+  const got: Collected = { latency: new Map(), throughput: new Map(), large: new Map(), noise: stealCount() };
   for (const s of c.setups) for (const m of [got.latency, got.throughput, got.large]) m.set(s, []);
 
   for (let round = 0; round < c.rounds; round++) {
@@ -1256,7 +1228,7 @@ async function main(): Promise<number> {
   const out: string[] = [
     "",
     `vigil wrap bench — ${m.nproc} CPUs, ${m.cpu}, Bun ${m.bun}, vigil ${m.vigil}, tree ${m.tree}; ${c.rounds} round(s), ${seconds.toFixed(0)} s`,
-    stealNote(got),
+    stealNote(got.noise, "runs"),
     "",
   ];
   for (const t of tables) out.push(t.title, renderText(t.headers, t.rows), "");
