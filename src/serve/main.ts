@@ -23,6 +23,7 @@ import { planLogFormat, useLogFormat } from "./log-format.ts";
 import { tracingSettings } from "./telemetry/otel-env.ts";
 import type { Tracing } from "./telemetry/tracing.ts";
 import type { ServeApp } from "./types.ts";
+import { startIdleCollector } from "../shared/idle-collector.ts";
 
 export type { ServeFlags } from "./flags.ts";
 
@@ -73,7 +74,10 @@ export async function runServe(flags: ServeFlags): Promise<number> {
   }
   // Left installed until the process exits: a second escaped error is logged, never fatal on its own.
   const escaped = new Promise<void>((resolve) => onLastResort(() => resolve()));
-  return flushed(tracing, Promise.race([run(app, { reloadAtStart: reloadEarly }), escaped.then(() => app.shutdown()).then(() => EXIT.internal)]));
+  // A burst's garbage is given back once serve goes quiet, not kept until the next burst.
+  const stopCollector = startIdleCollector();
+  const status = Promise.race([run(app, { reloadAtStart: reloadEarly }), escaped.then(() => app.shutdown()).then(() => EXIT.internal)]);
+  return flushed(tracing, status.finally(stopCollector));
 }
 
 /** The exit status, once the spans still queued went out (bounded: telemetry/tracing.ts FLUSH_MS). */
