@@ -10,6 +10,7 @@
  * The decision is pure (`collectNow`); the timer and the readings are injected.
  */
 import { logDebug } from "./log.ts";
+import { mainThreadCpuMs } from "./loop-block-probe.ts";
 import { type Scheduler, type TimerHandle, realScheduler } from "./time.ts";
 
 export const TICK_MS = 1000;
@@ -64,7 +65,8 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
 
 /** The JS thread's own CPU time (getrusage RUSAGE_THREAD); the process's where that is missing. */
 function jsThreadCpuMs(): number {
-  const threadCpuUsage = (process as { threadCpuUsage?: () => NodeJS.CpuUsage }).threadCpuUsage;
-  const u = typeof threadCpuUsage === "function" ? threadCpuUsage() : process.cpuUsage();
+  const thread = mainThreadCpuMs();
+  if (thread !== null) return thread;
+  const u = process.cpuUsage();
   return (u.user + u.system) / 1000;
 }

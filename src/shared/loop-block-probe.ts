@@ -63,8 +63,8 @@ export function startLoopBlockProbe(env: Record<string, string | undefined>): ()
 
 const threadCpu = (process as { threadCpuUsage?: () => { user: number; system: number } }).threadCpuUsage;
 
-/** This (the JS) thread's CPU ms so far, or null where the runtime cannot tell. */
-function mainThreadCpuMs(): number | null {
+/** This (the JS) thread's CPU ms so far, or null where the runtime cannot tell (also idle-collector.ts). */
+export function mainThreadCpuMs(): number | null {
   if (threadCpu === undefined) return null;
   const u = threadCpu.call(process);
   return (u.user + u.system) / 1000;

@@ -322,7 +322,7 @@ export class EventsStore {
       this.background.stop();
       // Positions not yet in a snapshot: the last pass writes one (store-snapshot.ts `take`).
       this.final = true;
-      if (this.snap.checkpointInMs(0) !== null) this.changes++;
+      if (this.snap.positionsPending) this.changes++;
       try {
         await this.commits.request();
       } catch (e) {

@@ -159,6 +159,11 @@ export class StoreSnapshot {
     return out;
   }
 
+  /** Positions the snapshot on disk does not cover yet (a close's last pass writes them into it). */
+  get positionsPending(): boolean {
+    return this.positions.pending;
+  }
+
   /** Ms until a checkpoint may be written for positions not yet in a snapshot; null when none are pending. */
   checkpointInMs(nowMs: number): number | null {
     return this.positions.pending ? this.positions.waitMs(nowMs) : null;
