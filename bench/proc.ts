@@ -82,3 +82,36 @@ export function schedCpuMsOf(pid: number): number {
   }
   return ns / 1e6;
 }
+
+/**
+ * On-CPU time of a process's live threads by thread name (digits dropped: "Bun Pool 0" and "Bun Pool 1"
+ * are "Bun Pool"), ms at ns precision: where a process's CPU goes (its JS thread, the JIT, the
+ * thread pool, the collector). Threads that ended are not counted.
+ */
+export function threadCpuMsOf(pid: number): Map<string, number> {
+  const byName = new Map<string, number>();
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim().replace(/\s*\d+$/, "");
+        const ns = Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
+        byName.set(name, (byName.get(name) ?? 0) + ns / 1e6);
+      } catch {
+        // the thread ended
+      }
+    }
+  } catch {
+    // the process is gone
+  }
+  return byName;
+}
+
+/** The change from `from` to `to` per `per` units, by thread name, largest first ("name=µs"), above `min`. */
+export function threadCpuDelta(from: Map<string, number>, to: Map<string, number>, per: number, min = 0.5): string {
+  const rows: [string, number][] = [];
+  for (const [name, ms] of to) {
+    const us = ((ms - (from.get(name) ?? 0)) * 1000) / per;
+    if (us >= min) rows.push([name === "" ? "?" : name, us]);
+  }
+  return rows.sort((a, b) => b[1] - a[1]).map(([n, us]) => `${n}=${us.toFixed(1)}`).join(" ");
+}

@@ -28,11 +28,12 @@
  *   No validation, metrics, status frames, bounds or fault handling.
  *
  *   bun bench/events/baseline.ts --mode poll|push --events N (--url MCP_URL | --stdio FIXTURE CONTROL_FILE)
- *                                [--fsync FILE] [--model URL [--history BYTES]] [--floor DIR]
+ *                                [--fsync FILE] [--model URL [--history BYTES]] [--floor DIR] [--warm W]
  *
  * Talks to its parent on stdout, one JSON line each: `{"ready":true,"control":URL|null,"pid":P}` once
- * the subscription is established (poll: the first, bootstrapping page; push: `active`), then
- * `{"done":true,"events":N,"pages":P,"requests":R}` once N distinct events were taken (and, with the
+ * the subscription is established (poll: the first, bootstrapping page; push: `active`), with
+ * `--warm W` `{"warmed":true}` once W distinct events were taken (an untimed first burst), then
+ * `{"done":true,"events":N,"pages":P,"requests":R}` once W + N distinct events were taken (and, with the
  * variants, synced or answered). Exits on stdin EOF, so it never outlives the harness.
  */
 import { closeSync, fdatasyncSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
@@ -53,14 +54,16 @@ const { values: a } = parseArgs({
     model: { type: "string" },
     floor: { type: "string" },
     history: { type: "string" },
+    warm: { type: "string", default: "0" },
     name: { type: "string", default: "ticket.updated" },
   },
   allowPositionals: true,
 });
 const mode = a.mode;
-const target = Number(a.events);
-if ((mode !== "poll" && mode !== "push") || !Number.isInteger(target) || target < 1) {
-  process.stderr.write("usage: baseline.ts --mode poll|push --events N (--url URL | --stdio FIXTURE --stdio CONTROL_FILE) [--fsync FILE] [--model URL]\n");
+const warm = Number(a.warm);
+const target = Number(a.events) + warm;
+if ((mode !== "poll" && mode !== "push") || !Number.isInteger(target) || target < 1 || !Number.isInteger(warm) || warm < 0) {
+  process.stderr.write("usage: baseline.ts --mode poll|push --events N (--url URL | --stdio FIXTURE --stdio CONTROL_FILE) [--fsync FILE] [--model URL] [--floor DIR] [--warm W]\n");
   process.exit(2);
 }
 const MAX_EVENTS = 50;
@@ -203,7 +206,12 @@ async function take(events: Record<string, unknown>[], cursor: string | null = n
 }
 
 let reported = false;
+let warmed = warm === 0;
 function maybeDone(): void {
+  if (!warmed && seen.size >= warm) {
+    warmed = true;
+    say({ warmed: true });
+  }
   if (reported || seen.size < target) return;
   reported = true;
   say({ done: true, events: seen.size, pages, requests });

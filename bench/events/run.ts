@@ -15,11 +15,18 @@
  * and an fdatasync per page (what durability alone costs); and that client sending each page to the
  * same mock model, one request per page without history (the floor of (b)).
  *
- *   bun bench/events/run.ts [--write] [--rounds N] [--events N] [--model-events N] [--subs K] [--phases log,model,memory] [--quick] [--profile DIR] [--only A,B]
+ *   bun bench/events/run.ts [--write] [--rounds N] [--events N] [--steady W] [--model-events N] [--subs K] [--phases log,model,memory] [--quick] [--profile DIR] [--only A,B]
  *
  *   --write      add or replace the `<!-- bench:events … -->` section of bench/RESULTS.md
  *   --rounds N   rounds of the throughput setups (default 3, at most 5); setups interleaved, rotating order
  *   --events N   events per run into the pending log (default 5000)
+ *   --steady W   the setups the targets read into the log (poll over HTTP: vigil, the bare client, + fdatasync,
+ *                the floor; push over stdio: vigil, the bare client) are run a second time per round, on
+ *                fresh processes that first take an untimed burst of W events, then the timed N: the
+ *                steady state of a process whose JIT has compiled its hot path (JSC tiers a function up
+ *                to its optimizing compiler only after many calls: a fresh vigil still spends ~10–20 µs
+ *                per event compiling through its first ~20,000 events; the CPU by thread shows it).
+ *                Default 40000; 0 skips these runs
  *   --model-events N  events per run to the model (default 20000): enough batches (400 of 50) that a
  *                per-batch request size growing with the session's age shows against a flat one
  *   --subs K     idle subscriptions for the memory phase (default 1000)
@@ -64,7 +71,7 @@ import { type MockModel, type RecordedRequest, startMockModel } from "../../test
 import { publishResults } from "../results-file.ts";
 import { fmt, median, mib, runBench, table, targetsMarkdown, targetsText } from "../report.ts";
 import { VIGIL, machine, vigilPresent } from "../vigil-under-test.ts";
-import { type Memory, cpuMsOf, memoryOf, selfCpuMs } from "../proc.ts";
+import { type Memory, cpuMsOf, memoryOf, selfCpuMs, threadCpuDelta, threadCpuMsOf } from "../proc.ts";
 import { type Child, exitUnlessDoneWithin, type LineHandler, spawnChild, stop, until, waitLine, waitStderr } from "../children.ts";
 import { type StealCount, quietRun, stealCount, stealNote } from "../steal.ts";
 import { inFlight } from "../in-flight.ts";
@@ -109,6 +116,8 @@ interface Options {
   quick: boolean;
   rounds: number;
   events: number;
+  /** The steady-state runs' untimed first burst (0: no steady-state runs). */
+  steady: number;
   /** Events per to-the-model run. */
   modelEvents: number;
   subs: number;
@@ -120,7 +129,7 @@ interface Options {
 }
 
 function parseOptions(argv: string[]): Options {
-  const o: Options = { write: false, quick: false, rounds: 3, events: 5000, modelEvents: 20_000, subs: 1000, phases: new Set<Phase>(["log", "model", "memory"]), profile: null, only: null };
+  const o: Options = { write: false, quick: false, rounds: 3, events: 5000, steady: 40_000, modelEvents: 20_000, subs: 1000, phases: new Set<Phase>(["log", "model", "memory"]), profile: null, only: null };
   const num = (flag: string, v: string | undefined, min: number, max: number) => {
     const n = Number(v);
     if (v === undefined || !Number.isInteger(n) || n < min || n > max) usage(`${flag}: expected an integer from ${min} to ${max}`);
@@ -129,9 +138,10 @@ function parseOptions(argv: string[]): Options {
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === "--write") o.write = true;
-    else if (a === "--quick") Object.assign(o, { quick: true, rounds: 1, events: 1000, modelEvents: 1000, subs: 100 });
+    else if (a === "--quick") Object.assign(o, { quick: true, rounds: 1, events: 1000, steady: 0, modelEvents: 1000, subs: 100 });
     else if (a === "--rounds") o.rounds = num(a, argv[++i], 1, 5);
     else if (a === "--events") o.events = num(a, argv[++i], 100, 20_000);
+    else if (a === "--steady") o.steady = num(a, argv[++i], 0, 100_000);
     else if (a === "--model-events") o.modelEvents = num(a, argv[++i], 100, 100_000);
     else if (a === "--subs") o.subs = num(a, argv[++i], 2, 2000);
     else if (a === "--phases") {
@@ -157,7 +167,7 @@ function parseOptions(argv: string[]): Options {
 
 function usage(error?: string): never {
   if (error) process.stderr.write(`bench: ${error}\n`);
-  process.stderr.write("usage: bun bench/events/run.ts [--write] [--rounds N] [--events N] [--model-events N] [--subs K] [--phases log,model,memory] [--quick] [--profile DIR] [--only A,B]\n");
+  process.stderr.write("usage: bun bench/events/run.ts [--write] [--rounds N] [--events N] [--steady W] [--model-events N] [--subs K] [--phases log,model,memory] [--quick] [--profile DIR] [--only A,B]\n");
   process.exit(error ? 2 : 0);
 }
 
@@ -309,6 +319,9 @@ interface Setup {
   buffer?: number;
 }
 
+/** The setups whose steady state is measured too (`--steady`): those the ingestion targets read. */
+const STEADY_SETUPS = ["vigil poll http → log", "baseline poll http", "baseline poll http + fdatasync", "baseline poll http, floor", "vigil push stdio → log", "baseline push stdio"];
+
 const SETUPS: Setup[] = [
   { id: "vigil poll http → log", who: "vigil", delivery: "poll", transport: "http", target: "log", variant: "bare" },
   { id: "vigil push http → log", who: "vigil", delivery: "push", transport: "http", target: "log", variant: "bare" },
@@ -379,6 +392,8 @@ interface FlowRun {
   rate: number;
   /** CPU ms during the run: the client under test (vigil or baseline), the fixture, this process. */
   clientCpuMs: number;
+  /** The client's CPU µs per event by thread, largest first ("name=µs …"; schedstat, so finer than clientCpuMs). */
+  clientThreads: string;
   fixtureCpuMs: number;
   benchCpuMs: number;
   /** Fixture-side: polls answered, streams opened during the run. */
@@ -405,9 +420,16 @@ interface CpuReading {
   client: number;
   fixture: number;
   self: number;
+  /** The client's on-CPU time by thread name (its JS thread, the JIT, the pool, the collector), ms. */
+  clientThreads: Map<string, number>;
 }
 
-const cpuNow = (clientPid: number, fixturePid: number): CpuReading => ({ client: cpuMsOf(clientPid), fixture: cpuMsOf(fixturePid), self: selfCpuMs() });
+const cpuNow = (clientPid: number, fixturePid: number): CpuReading => ({
+  client: cpuMsOf(clientPid),
+  fixture: cpuMsOf(fixturePid),
+  self: selfCpuMs(),
+  clientThreads: threadCpuMsOf(clientPid),
+});
 
 /** A run's figures from the readings at t0 and at the end, vigil's or the baseline's; `exit` is set once it is stopped. */
 function flowRun(
@@ -426,6 +448,7 @@ function flowRun(
     ms,
     rate: n / (ms / 1000),
     clientCpuMs: cpu1.client - cpu0.client,
+    clientThreads: threadCpuDelta(cpu0.clientThreads, cpu1.clientThreads, n),
     fixtureCpuMs: cpu1.fixture - cpu0.fixture,
     benchCpuMs: cpu1.self - cpu0.self,
     polls: s1.polls - s0.polls,
@@ -443,7 +466,8 @@ function vigilConfig(dir: string, modelUrl: string, server: Record<string, unkno
   return file;
 }
 
-async function vigilRun(setup: Setup, round: number, n: number): Promise<FlowRun> {
+/** One run: `warm` > 0 first lets the fresh processes take an untimed burst of that many events (the steady state). */
+async function vigilRun(setup: Setup, round: number, n: number, warm: number): Promise<FlowRun> {
   // Its own directory each time: a run done again (host steal) must not find the last one's files.
   const dir = mkdtempSync(join(tempRoot!, `run-${round}-${setup.id.replace(/[^a-z]+/g, "-")}-`));
   const model = await newModel();
@@ -483,6 +507,12 @@ async function vigilRun(setup: Setup, round: number, n: number): Promise<FlowRun
       throw new Error(`${setup.id}: no subscribed status within ${START_MS} ms: ${v.stderr.slice(-1500)}`);
     }
     const tail = new LogTail(join(dir, "state/sessions/bench/mcp-events.log"));
+    if (warm > 0) {
+      await fixture.post("emit_burst", { count: warm, name: "ticket.updated" });
+      if (!(await until(() => tail.poll() >= warm || v.proc.exitCode !== null, RUN_MS, 2)) || tail.adds < warm) {
+        throw new Error(`${setup.id}: ${tail.adds} of ${warm} warm-up events in the pending log after ${RUN_MS} ms: ${v.stderr.slice(-1500)}`);
+      }
+    }
     const s0 = await fixture.state();
     const errors0 = counts.kinds.get("error") ?? 0;
     const events0 = counts.events;
@@ -494,7 +524,7 @@ async function vigilRun(setup: Setup, round: number, n: number): Promise<FlowRun
     let tEnd: number;
     let tIngested: number | null = null;
     if (tally === null) {
-      done = await until(() => tail.poll() >= n || v.proc.exitCode !== null, RUN_MS, 2);
+      done = await until(() => tail.poll() >= warm + n || v.proc.exitCode !== null, RUN_MS, 2);
       tEnd = performance.now();
     } else {
       done = await until(
@@ -511,7 +541,7 @@ async function vigilRun(setup: Setup, round: number, n: number): Promise<FlowRun
     const cpu1 = cpuNow(v.pid, fixture.pid);
     tail.close();
     if (!done) {
-      throw new Error(`${setup.id}: ${tally === null ? `${tail.adds} of ${n} events in the pending log` : `${tally.ids.size} of ${n} events at the model`} after ${tally === null ? RUN_MS : modelRunMs(n)} ms: ${v.stderr.slice(-1500)}`);
+      throw new Error(`${setup.id}: ${tally === null ? `${tail.adds - warm} of ${n} events in the pending log` : `${tally.ids.size} of ${n} events at the model`} after ${tally === null ? RUN_MS : modelRunMs(n)} ms: ${v.stderr.slice(-1500)}`);
     }
     const s1 = await fixture.state();
     const loop = tally === null ? await loopBlockSince(v, stderr0) : null;
@@ -553,7 +583,7 @@ async function loopBlockSince(v: Child, from: number): Promise<{ block: number; 
   return { block, lag };
 }
 
-async function baselineRun(setup: Setup, round: number, n: number): Promise<FlowRun> {
+async function baselineRun(setup: Setup, round: number, n: number, warm: number): Promise<FlowRun> {
   // Its own directory each time: a run done again (host steal) must not find the last one's files.
   const dir = mkdtempSync(join(tempRoot!, `run-${round}-${setup.id.replace(/[^a-z]+/g, "-")}-`));
   const model = setup.target === "model" ? await newModel() : null;
@@ -573,11 +603,16 @@ async function baselineRun(setup: Setup, round: number, n: number): Promise<Flow
     if (setup.variant === "floor") args.push("--floor", dir);
     if (model !== null) args.push("--model", model.url);
     if (setup.variant === "model-history") args.push("--history", String(HISTORY_TEXT_BYTES));
+    if (warm > 0) args.push("--warm", String(warm));
     client = spawnChild(setup.id, args, { env: { MCP_FIXTURE_NEXT_POLL_MS: String(NEXT_POLL_MS) } });
     const c = client;
     const ready = JSON.parse((await waitLine(c, /^(\{"ready".*\})$/, START_MS))[1]!) as { control: string | null; pid: number | null };
     const fixture = httpFixture?.control ?? (await control(ready.control!));
     if (httpFixture === null) liveFixtures.add((stdioFixturePid = fixture.pid));
+    if (warm > 0) {
+      await fixture.post("emit_burst", { count: warm, name: "ticket.updated" });
+      await waitLine(c, /^(\{"warmed".*\})$/, RUN_MS);
+    }
     const s0 = await fixture.state();
     const cpu0 = cpuNow(c.pid, fixture.pid);
     const t0 = performance.now();
@@ -771,6 +806,8 @@ interface Results {
   machine: string;
   o: Options;
   runs: FlowRun[];
+  /** The same setups' steady-state runs (`--steady`): after an untimed burst in the same processes. */
+  steadyRuns: FlowRun[];
   mem: MemResult[];
   probe: ProbeResult | null;
   seconds: number;
@@ -827,6 +864,28 @@ function ingestionTable(r: Results): string[] {
     rows,
     ["l", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r"],
   );
+}
+
+function steadyTable(r: Results): string[] {
+  const of = (id: string) => r.steadyRuns.filter((x) => x.setup.id === id);
+  const rate = (id: string) => median(of(id).map((x) => x.rate));
+  const rows = SETUPS.filter((s) => STEADY_SETUPS.includes(s.id)).flatMap((s) => {
+    const runs = of(s.id);
+    if (runs.length === 0) return [];
+    const rates = runs.map((x) => x.rate);
+    const byCpu = [...runs].sort((a, b) => cpuPerEvent(a) - cpuPerEvent(b));
+    const mid = byCpu[(byCpu.length - 1) >> 1]!;
+    const vigil = s.who === "vigil";
+    return [[
+      label(s),
+      `${fmt(median(rates))}${rangeOf(rates)}`,
+      vigil ? pct(median(rates) / rate(baselineFor(s))) : "—",
+      (vigil || s.variant === "floor") && s.delivery === "poll" ? pct(median(rates) / rate("baseline poll http + fdatasync")) : "—",
+      fmt(median(runs.map(cpuPerEvent))),
+      mid.clientThreads || "—",
+    ]];
+  });
+  return table(["setup", "events/s", "vs bare client", "vs bare + fdatasync", "client CPU µs / event", "client CPU µs / event by thread (run of median CPU)"], rows, ["l", "r", "r", "r", "r", "l"]);
 }
 
 function modelTable(r: Results): string[] {
@@ -926,7 +985,7 @@ function render(r: Results): string {
   L.push(`## events — ${r.date}`, "");
   L.push(`Machine: ${r.machine}.`);
   L.push(
-    `Run: \`bun bench/events/run.ts --write\`, ${r.o.rounds} round${r.o.rounds === 1 ? "" : "s"} of ${setupCount} throughput setups interleaved in a rotating order, every run on fresh processes, medians over rounds (range in parentheses); ${fmt(r.seconds)} s in all; 1-min load average ${r.load[0]} at start, ${r.load[1]} at end. ${stealNote(r.steal, "throughput runs")}`,
+    `Run: \`bun bench/events/run.ts --write${r.o.steady !== 40_000 ? ` --steady ${r.o.steady}` : ""}\`, ${r.o.rounds} round${r.o.rounds === 1 ? "" : "s"} of ${setupCount} throughput setups interleaved in a rotating order, every run on fresh processes, medians over rounds (range in parentheses); ${fmt(r.seconds)} s in all; 1-min load average ${r.load[0]} at start, ${r.load[1]} at end. ${stealNote(r.steal, "throughput runs")}`,
     "",
   );
   if (logRuns) {
@@ -934,6 +993,14 @@ function render(r: Results): string {
       `**Into the pending log**: one configured \`follow_up\` subscription to \`ticket.updated\` (delivery forced to poll or push) in \`vigil serve --session bench\` (stdio mode), model stalled (the first batch's run waits on it, so the rest is only ingested). Once the \`subscribed\` status frame is out, the fixture emits ${fmt(n)} events at once (\`emit_burst\`); timed until the session's \`mcp-events.log\` holds ${fmt(n)} \`add\` records (vigil appends and fdatasyncs each poll page, or each run of pushed notifications, before it moves the cursor). Knobs: poll floor 1 ms, coalesce 0, max pending 1,000,000 / 1 GiB; the push stream buffer at its default (256: once it is 7/8 full vigil stops reading the stream — the stdio pipe or the SSE body — until the durable append has drained it; only a stream held that way for 5 s ends with an overflow and reconnects from the stored cursor, shown as an \`error\` status) and, as an A/B, at ${fmt(BIG_BUFFER)}; the worst event-loop block comes from \`VIGIL_DEBUG_LOOP_BLOCK_MS=10\` (a 10 ms timer's lateness, counted only while vigil's JS thread was on CPU). The fixture answers polls with \`nextPollMs: ${NEXT_POLL_MS}\`, so the first page after the burst comes up to ${NEXT_POLL_MS} ms after it, for vigil and the baselines alike. Baselines: \`bench/events/baseline.ts\`, the SDK \`Client\` reading the same fixture the same way (poll: \`maxEvents: 50\`, at once again on \`hasMore\`; push: one \`events/stream\`), timed until it holds ${fmt(n)} distinct event ids; "+ fdatasync" also appends each page to a file and fdatasyncs it before the next poll. CPU: \`/proc/<pid>/stat\` over the run (client = vigil, or the baseline process; "busy" above 100 % means more than one thread).`,
       "",
       ...ingestionTable(r),
+      "",
+    );
+  }
+  if (r.steadyRuns.length > 0) {
+    L.push(
+      `**Into the pending log, steady state** (\`--steady ${r.o.steady}\`): the setups the targets read, each run again per round on fresh processes that first take an untimed burst of ${fmt(r.o.steady)} events, then the timed burst of ${fmt(n)} as above. JSC compiles a function with its optimizing tiers only after many calls, on JIT threads of the same process: through its first ~20,000 events a fresh \`vigil serve\` spends ~10–20 µs of CPU per event compiling (the \`JITWorker\` threads below), a one-off a daemon that runs for months pays once. CPU by thread: \`/proc/<pid>/task/*/schedstat\` over the timed burst, the run of median CPU, by thread name (the client's JS thread is \`vigil\` or \`bun.exe\`).`,
+      "",
+      ...steadyTable(r),
       "",
     );
   }
@@ -952,7 +1019,7 @@ function render(r: Results): string {
       ...memoryLines(r),
     );
   }
-  L.push(...targetsMarkdown("Targets (issue 16)", eventsTargets(r.runs, r.o)));
+  L.push(...targetsMarkdown("Targets (issue 16)", eventsTargets(r.runs, r.o, r.steadyRuns)));
   L.push("Reading the numbers:", "");
   const v = (id: string) => rateOf(r, id);
   if (logRuns) {
@@ -1006,11 +1073,15 @@ function textSummary(r: Results): string {
       : "";
     out.push(
       `  round ${x.round} ${x.setup.id.padEnd(36)} ${fmt(x.rate).padStart(7)} ev/s  ${fmt(x.ms).padStart(6)} ms  cpu ${fmt(cpuPerEvent(x)).padStart(4)} µs/ev  polls ${x.polls} streams ${x.streams} errors ${x.statusErrors}${x.maxLoopBlockMs === null ? "" : ` block ${fmt(x.maxLoopBlockMs, 1)} ms (lag ${fmt(x.maxLoopLagMs ?? Number.NaN, 1)})`}${model}`,
+      `      CPU µs/event by thread: ${x.clientThreads || "—"}`,
     );
+  }
+  for (const x of r.steadyRuns) {
+    out.push(`  round ${x.round} ${`${x.setup.id}, steady`.padEnd(36)} ${fmt(x.rate).padStart(7)} ev/s  ${fmt(x.ms).padStart(6)} ms  cpu ${fmt(cpuPerEvent(x)).padStart(4)} µs/ev  by thread: ${x.clientThreads || "—"}`);
   }
   for (const m of r.mem) for (const row of m.rows) out.push(`  memory ${m.delivery} ${row.label.padEnd(52)} VmRSS ${mib(row.m.rssKiB)} MiB  RssAnon ${mib(row.m.anonKiB)} MiB  fds ${row.m.fds}  fixture ${mib(row.fixture.rssKiB)} MiB`);
   if (r.probe) out.push(`  push probe: ${r.probe.streams} streams, next subscription answered: ${r.probe.nextAnswered}, prompt: ${r.probe.promptMs === null ? "not sent" : `${fmt(r.probe.promptMs)} ms`}`);
-  out.push(...targetsText("Targets (issue 16)", eventsTargets(r.runs, r.o)));
+  out.push(...targetsText("Targets (issue 16)", eventsTargets(r.runs, r.o, r.steadyRuns)));
   return out.join("\n");
 }
 
@@ -1024,7 +1095,10 @@ async function main(): Promise<number> {
   if (!vigilPresent()) return 2;
   const modelRuns = o.phases.has("model") ? o.rounds * SETUPS.filter((s) => s.target === "model").length : 0;
   // Twice the bound of a quiet run: throughput runs done again for the host's steal take their time too.
-  const deadlineMs = 2 * (DEADLINE_MS + modelRuns * modelRunMs(o.modelEvents));
+  // A steady-state run: its untimed burst and the timed one, at ≥ 5,000 events/s, plus start and stop.
+  const steadyCount = o.phases.has("log") && o.steady > 0 ? o.rounds * STEADY_SETUPS.length : 0;
+  const steadyRunMs = 10_000 + ((o.steady + o.events) / 5000) * 1000;
+  const deadlineMs = 2 * (DEADLINE_MS + modelRuns * modelRunMs(o.modelEvents) + steadyCount * steadyRunMs);
   const runDone = exitUnlessDoneWithin(deadlineMs);
   const began = performance.now();
   const loadStart = loadavg()[0]!.toFixed(2);
@@ -1046,6 +1120,7 @@ async function main(): Promise<number> {
 
   // (a), (b)
   const runs: FlowRun[] = [];
+  const steadyRuns: FlowRun[] = [];
   const steal = stealCount();
   const setups = SETUPS.filter((s) => o.phases.has(s.target) && (o.only === null || o.only.some((x) => s.id.includes(x))));
   if (setups.length > 0) {
@@ -1053,8 +1128,13 @@ async function main(): Promise<number> {
       for (let i = 0; i < setups.length; i++) {
         const s = setups[(i + round - 1) % setups.length]!;
         const n = s.target === "model" ? o.modelEvents : o.events;
-        const x = await quietRun(s.id, steal, () => (s.who === "vigil" ? vigilRun(s, round, n) : baselineRun(s, round, n)));
+        const x = await quietRun(s.id, steal, () => (s.who === "vigil" ? vigilRun(s, round, n, 0) : baselineRun(s, round, n, 0)));
         runs.push(x);
+        if (o.steady > 0 && STEADY_SETUPS.includes(s.id)) {
+          const w = await quietRun(`${s.id}, steady state`, steal, () => (s.who === "vigil" ? vigilRun(s, round, n, o.steady) : baselineRun(s, round, n, o.steady)));
+          steadyRuns.push(w);
+          process.stderr.write(`  round ${round}/${o.rounds} ${`${s.id}, steady`.padEnd(32)} ${fmt(w.rate).padStart(7)} events/s (${fmt(w.ms)} ms), CPU µs/event by thread: ${w.clientThreads}\n`);
+        }
         process.stderr.write(`  round ${round}/${o.rounds} ${s.id.padEnd(32)} ${fmt(x.rate).padStart(7)} events/s (${fmt(x.ms)} ms)${x.statusErrors ? `, ${x.statusErrors} error statuses` : ""}${x.maxLoopBlockMs === null ? "" : `, loop block ${fmt(x.maxLoopBlockMs, 1)} ms on CPU (lag ${fmt(x.maxLoopLagMs ?? Number.NaN, 1)} ms)`}\n`);
       }
     }
@@ -1066,6 +1146,7 @@ async function main(): Promise<number> {
     machine: machine(),
     o,
     runs,
+    steadyRuns,
     mem,
     probe,
     seconds: (performance.now() - began) / 1000,

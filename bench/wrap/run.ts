@@ -54,6 +54,7 @@ import { availableParallelism, loadavg, release, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
 import { exitUnlessDoneWithin } from "../children.ts";
+import { threadCpuMsOf } from "../proc.ts";
 import { type StealCount, quietRun, stealCount, stealNote } from "../steal.ts";
 import { writeResultsSection } from "../results-file.ts";
 import { VIGIL } from "../vigil-under-test.ts";
@@ -696,6 +697,12 @@ function checkSignedCapture(peer: Peer, dir: string): void {
 /** CPU time per call (µs) of the middle process and of the server over the timed part of a phase. */
 interface CpuPerCall {
   middleCpu: number | null;
+  /**
+   * Of middleCpu, the part on the middle's JIT threads (JSC's `JITWorker`s): code still being
+   * compiled in the timed window. JSC compiles a function with its optimizing tiers only after many
+   * calls, so with more code on its hot path, wrap's JIT runs longer after the warm-up than a relay's.
+   */
+  middleJit: number | null;
   serverCpu: number | null;
   /** This harness (the MCP client). */
   clientCpu: number | null;
@@ -739,19 +746,29 @@ function cpuNs(pid: number | null): number | null {
   }
 }
 
+/** CPU time (ns) of a process's JIT threads (JSC names them `JITWorker`), or null. */
+function jitNs(pid: number | null): number | null {
+  if (pid === null) return null;
+  let ms = 0;
+  for (const [name, t] of threadCpuMsOf(pid)) if (name.startsWith("JITWorker")) ms += t;
+  return ms * 1e6;
+}
+
 /** Starts a CPU-time measurement of the peer's middle process and server; call the result after `calls` calls. */
 function cpuMeter(peer: Peer): (calls: number) => CpuPerCall {
   const middle = peer.setup.middle === null ? null : peer.pid;
   const server = peer.setup.middle === null ? peer.pid : peer.serverPid;
   const m0 = cpuNs(middle);
+  const j0 = jitNs(middle);
   const s0 = cpuNs(server);
   const c0 = cpuNs(process.pid);
   return (calls) => {
     const m1 = cpuNs(middle);
+    const j1 = jitNs(middle);
     const s1 = cpuNs(server);
     const c1 = cpuNs(process.pid);
     const per = (a: number | null, b: number | null) => (a === null || b === null ? null : (b - a) / 1000 / calls);
-    return { middleCpu: per(m0, m1), serverCpu: per(s0, s1), clientCpu: per(c0, c1) };
+    return { middleCpu: per(m0, m1), middleJit: per(j0, j1), serverCpu: per(s0, s1), clientCpu: per(c0, c1) };
   };
 }
 
@@ -936,6 +953,7 @@ function report(c: Config, got: Collected): { tables: Table[]; targets: Target[]
         has ? signed(median(add99)) : "—",
         has ? base : "",
         cpuCell(rs.map((r) => r.middleCpu)),
+        cpuCell(rs.map((r) => r.middleJit)),
         cpuCell(rs.map((r) => r.serverCpu)),
         cpuCell(rs.map((r) => r.clientCpu)),
       ]);
@@ -977,7 +995,7 @@ function report(c: Config, got: Collected): { tables: Table[]; targets: Target[]
     }
     tables.push({
       title: `Latency: sequential tools/call echo round trips, ${c.latencyCalls} calls after ${c.latencyWarmup} warm-up (µs; median of rounds, range in parentheses; CPU/call = on-CPU time of that process per call, from /proc schedstat)`,
-      headers: ["setup", "p50", "p99", "mean", "added p50", "added p99", "over", "middle CPU/call", "server CPU/call", "client CPU/call"],
+      headers: ["setup", "p50", "p99", "mean", "added p50", "added p99", "over", "middle CPU/call", "of which JIT", "server CPU/call", "client CPU/call"],
       rows,
     });
   }
@@ -995,6 +1013,7 @@ function report(c: Config, got: Collected): { tables: Table[]; targets: Target[]
         ((median(rs.map((r) => r.perSecond)) * c.messageBytes) / MiB).toFixed(1),
         hasRelay ? `${pct(median(ratio))}${ratio.length > 1 ? ` (${pct(Math.min(...ratio))}–${pct(Math.max(...ratio))})` : ""}` : "—",
         cpuCell(rs.map((r) => r.middleCpu)),
+        cpuCell(rs.map((r) => r.middleJit)),
         cpuCell(rs.map((r) => r.serverCpu)),
         cpuCell(rs.map((r) => r.clientCpu)),
       ]);
@@ -1012,7 +1031,7 @@ function report(c: Config, got: Collected): { tables: Table[]; targets: Target[]
     }
     tables.push({
       title: `Throughput: ${c.throughputCalls} pipelined 1 KiB tools/call echo, window ${c.window}, after ${c.throughputWarmup} warm-up`,
-      headers: ["setup", "msg/s", "MiB/s (requests)", "vs relay", "middle CPU/call", "server CPU/call", "client CPU/call"],
+      headers: ["setup", "msg/s", "MiB/s (requests)", "vs relay", "middle CPU/call", "of which JIT", "server CPU/call", "client CPU/call"],
       rows,
     });
   }
