@@ -18,7 +18,7 @@
  * the peak RSS (VmHWM) of the middle process. Setups are interleaved within each round and the
  * round order rotates; each figure reported is the median over the rounds.
  *
- *   bun bench/wrap/run.ts [--write] [--rounds N] [--quick] [--signing] [--setups a,b,…] [--phases a,b,…] [experiment flags]
+ *   bun bench/wrap/run.ts [--write] [--rounds N] [--quick] [--signing] [--steady] [--setups a,b,…] [--phases a,b,…] [experiment flags]
  *
  *   --write             add or replace today's section in bench/RESULTS.md (`wrap DATE`; with --signing `wrap-signing DATE`)
  *   --rounds N          rounds (default 5, at most 15); the median round is reported
@@ -35,7 +35,10 @@
  *     relay-batched     relay.ts, RELAY_MODE=batched: line framing, one write per run of lines
  *     relay-decisions   relay.ts, RELAY_MODE=decisions: the least per-message work of a proxy with a
  *                       decision log (parse, digest, record, one write per read before the forward)
+ *   --steady            latency and throughput after 20,000 warm-up calls each (the middle's JIT has
+ *                       finished; at 5,000 wrap's is still compiling): written as `wrap-steady DATE`
  *   --latency-warmup N  untimed echo calls before the latency samples (default 5000)
+ *   --throughput-warmup N  untimed pipelined calls before the timed ones (default 5000)
  *   --blob-calls N      timed 8 MiB calls per large-phase run (default 30)
  *   --profile DIR       wrap-src / wrap-alt write a Bun CPU profile (markdown) per run into DIR
  *   --alt DIR           the tree whose src/cli.ts wrap-alt runs
@@ -44,7 +47,7 @@
  * and of the server (/proc/<pid>/task/<tid>/schedstat, all threads), which shows where time goes.
  *
  * Every wait is bounded, every spawned process group is killed on every way out, and the whole run
- * stops by itself after DEADLINE_MS (scaled with the rounds and the setups).
+ * stops by itself after DEADLINE_MS (scaled with the rounds, the setups and the warm-ups).
  *
  * The binary under test is dist/vigil, or $VIGIL_BIN (bench/vigil-under-test.ts).
  */
@@ -97,6 +100,8 @@ interface Config {
   write: boolean;
   quick: boolean;
   signing: boolean;
+  /** --steady: the warm-ups long enough for the middle's JIT to finish (STEADY_WARMUP), latency and throughput. */
+  steady: boolean;
   rounds: number;
   setups: SetupName[];
   phases: PhaseName[];
@@ -112,6 +117,12 @@ interface Config {
   blobCheckpoint: number;
 }
 
+/**
+ * Warm-up calls after which wrap's JIT threads are idle (measured: the middle's `JITWorker` CPU per
+ * call falls to ~0 between 15,000 and 20,000 sequential calls; a relay's by ~2,000).
+ */
+const STEADY_WARMUP = 20_000;
+
 const SETUP_NAMES = [
   "direct", "relay", "wrap", "wrap+policy", "wrap-capture", "wrap-signed", "wrap-nolog", "wrap-src", "wrap-alt", "relay-lines", "relay-batched", "relay-decisions",
 ] as const;
@@ -124,6 +135,7 @@ function parseArgs(argv: string[]): Config {
     write: false,
     quick: false,
     signing: false,
+    steady: false,
     rounds: 5,
     setups: ["direct", "relay", "relay-decisions", "wrap", "wrap+policy"],
     phases: [...PHASE_NAMES],
@@ -145,6 +157,7 @@ function parseArgs(argv: string[]): Config {
     return items as T[];
   };
   let setupsGiven = false;
+  let phasesGiven = false;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === "--write") c.write = true;
@@ -157,7 +170,10 @@ function parseArgs(argv: string[]): Config {
       c.setups = list(argv[++i], SETUP_NAMES, "--setups");
       setupsGiven = true;
     }
-    else if (a === "--phases") c.phases = list(argv[++i], PHASE_NAMES, "--phases");
+    else if (a === "--phases") {
+      c.phases = list(argv[++i], PHASE_NAMES, "--phases");
+      phasesGiven = true;
+    } else if (a === "--steady") c.steady = true;
     else if (a === "--profile") {
       const dir = argv[++i];
       if (!dir) usage("--profile needs a directory");
@@ -169,6 +185,9 @@ function parseArgs(argv: string[]): Config {
     } else if (a === "--latency-warmup") {
       c.latencyWarmup = Number(argv[++i]);
       if (!Number.isInteger(c.latencyWarmup) || c.latencyWarmup < 0 || c.latencyWarmup > 100_000) usage("--latency-warmup: an integer from 0 to 100000");
+    } else if (a === "--throughput-warmup") {
+      c.throughputWarmup = Number(argv[++i]);
+      if (!Number.isInteger(c.throughputWarmup) || c.throughputWarmup < 0 || c.throughputWarmup > 100_000) usage("--throughput-warmup: an integer from 0 to 100000");
     } else if (a === "--alt") {
       const dir = argv[++i];
       if (!dir || !existsSync(join(dir, "src/cli.ts"))) usage("--alt needs a checkout directory holding src/cli.ts");
@@ -181,6 +200,13 @@ function parseArgs(argv: string[]): Config {
     if (setupsGiven) usage("--signing chooses the setups (relay,wrap-capture,wrap-signed); drop --setups");
     c.setups = ["relay", "wrap-capture", "wrap-signed"];
   }
+  if (c.steady) {
+    if (c.signing) usage("--steady and --signing are separate runs");
+    c.latencyWarmup = Math.max(c.latencyWarmup, STEADY_WARMUP);
+    c.throughputWarmup = Math.max(c.throughputWarmup, STEADY_WARMUP);
+    // 8 MiB results are bound by copies and syscalls, not by code still being compiled.
+    if (!phasesGiven) c.phases = ["latency", "throughput"];
+  }
   if (c.quick) {
     Object.assign(c, { rounds: 1, latencyWarmup: 100, latencyCalls: 500, throughputWarmup: 200, throughputCalls: 2000, blobWarmup: 1, blobCalls: 12 });
     if (c.write) usage("--quick results are not written (drop --quick or --write)");
@@ -190,8 +216,8 @@ function parseArgs(argv: string[]): Config {
 
 function usage(error: string | null): never {
   const text =
-    `usage: bun bench/wrap/run.ts [--write] [--rounds N] [--quick] [--signing] [--setups ${SETUP_NAMES.join(",")}]\n` +
-    "                             [--phases latency,throughput,large] [--profile DIR] [--blob-calls N] [--latency-warmup N] [--alt DIR]\n";
+    `usage: bun bench/wrap/run.ts [--write] [--rounds N] [--quick] [--signing] [--steady] [--setups ${SETUP_NAMES.join(",")}]\n` +
+    "                             [--phases latency,throughput,large] [--profile DIR] [--blob-calls N] [--latency-warmup N] [--throughput-warmup N] [--alt DIR]\n";
   if (error) process.stderr.write(`bench: ${error}\n`);
   process.stderr.write(text);
   process.exit(error ? 2 : 0);
@@ -1131,14 +1157,14 @@ function machine(): { nproc: number; cpu: string; bun: string; kernel: string; v
 let loadAtStart = "";
 
 /** The section a run writes: `wrap DATE`, or `wrap-signing DATE` for --signing (so it never replaces the day's full run). */
-const sectionKey = (c: Config, date: string) => `${c.signing ? "wrap-signing" : "wrap"} ${date}`;
+const sectionKey = (c: Config, date: string) => `${c.signing ? "wrap-signing" : c.steady ? "wrap-steady" : "wrap"} ${date}`;
 
 function markdownSection(c: Config, date: string, tables: Table[], targets: Target[], seconds: number): string {
   const m = machine();
   const key = sectionKey(c, date);
   const lines = [
-    `<!-- bench:${key} start (generated by bun bench/wrap/run.ts --write${c.signing ? " --signing" : ""}; replaced on the next run that day) -->`,
-    `## ${date} — vigil wrap${c.signing ? ": what a signing key adds (chains, signed checkpoints, capture.dsse.json)" : ""}`,
+    `<!-- bench:${key} start (generated by bun bench/wrap/run.ts --write${c.signing ? " --signing" : c.steady ? " --steady" : ""}; replaced on the next run that day) -->`,
+    `## ${date} — vigil wrap${c.signing ? ": what a signing key adds (chains, signed checkpoints, capture.dsse.json)" : c.steady ? `, steady state (${STEADY_WARMUP.toLocaleString("en")} warm-up calls: the middle's JIT has finished)` : ""}`,
     "",
     `Machine: ${m.nproc} CPUs (nproc), ${m.cpu}, Linux ${m.kernel}, Bun ${m.bun}, load average ${loadAtStart} at the start, ${loadavg().map((x) => x.toFixed(2)).join(" ")} at the end.`,
     `vigil: ${m.vigil}, tree ${m.tree}.`,
@@ -1221,7 +1247,9 @@ async function main(): Promise<number> {
   }
   loadAtStart = loadavg().map((x) => x.toFixed(2)).join(" ");
   // Twice the bound of a quiet run: runs done again for the host's steal (runQuiet) take their time too.
-  const stopDeadline = exitUnlessDoneWithin(2 * DEADLINE_MS * Math.max(1, c.rounds / 5) * Math.max(1, c.setups.length / 5));
+  // Longer warm-ups (--steady) stretch the latency and throughput phases in proportion.
+  const warmups = Math.max(1, (c.latencyWarmup + c.latencyCalls) / 10_000, (c.throughputWarmup + c.throughputCalls) / 25_000);
+  const stopDeadline = exitUnlessDoneWithin(2 * DEADLINE_MS * Math.max(1, c.rounds / 5) * Math.max(1, c.setups.length / 5) * warmups);
   tempRoot = mkdtempSync(join(tmpdir(), "vigil-bench-"));
   // The key lives in the run's temp dir (0700), created exclusively 0600 as `vigil keygen` does; only its path goes into argv.
   if (c.setups.includes("wrap-signed")) signingKey = generateKeyPair(join(tempRoot, "bench-signing")).keyPath;
@@ -1241,7 +1269,9 @@ async function main(): Promise<number> {
   const seconds = (performance.now() - began) / 1000;
   stopDeadline();
 
-  const { tables, targets } = report(c, got);
+  const { tables, targets: judged } = report(c, got);
+  // The steady state's rows say so: the issue's figures are the default run's.
+  const targets = c.steady ? judged.map((t) => ({ ...t, name: `steady state: ${t.name}` })) : judged;
   lastNoise = got.noise;
   const m = machine();
   const out: string[] = [
