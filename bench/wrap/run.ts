@@ -20,7 +20,7 @@
  *
  *   bun bench/wrap/run.ts [--write] [--rounds N] [--quick] [--signing] [--steady] [--setups a,b,…] [--phases a,b,…] [experiment flags]
  *
- *   --write             add or replace today's section in bench/RESULTS.md (`wrap DATE`; with --signing `wrap-signing DATE`)
+ *   --write             add or replace today's section in bench/RESULTS.md (`wrap DATE`; with --signing `wrap-signing DATE`, with --steady `wrap-steady DATE`)
  *   --rounds N          rounds (default 5, at most 15); the median round is reported
  *   --signing           setups relay,wrap-capture,wrap-signed: what a signing key adds, same run (target: added p50 ≤ 5 µs)
  *   --quick             one short round (smoke test; never written)
