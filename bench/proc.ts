@@ -68,19 +68,9 @@ export function machineBusyMs(): number {
 
 /** On-CPU time of a process's live threads (sum of /proc/<pid>/task/<tid>/schedstat), ms at ns precision; 0 once it is gone. */
 export function schedCpuMsOf(pid: number): number {
-  let ns = 0;
-  try {
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      try {
-        ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
-      } catch {
-        // the thread ended
-      }
-    }
-  } catch {
-    return 0;
-  }
-  return ns / 1e6;
+  let ms = 0;
+  for (const t of threadCpuMsOf(pid).values()) ms += t;
+  return ms;
 }
 
 /**

@@ -754,30 +754,21 @@ function percentile(sorted: Float64Array, q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
 }
 
-/** CPU time (ns) a process has run, all threads (from /proc/<pid>/task/<tid>/schedstat), or null. */
-function cpuNs(pid: number | null): number | null {
+/**
+ * On-CPU time (ns) a process has run, all its threads and of those its JIT threads (JSC names them
+ * `JITWorker`), from one reading of /proc/<pid>/task/<tid>/{comm,schedstat}; null for no process.
+ */
+function cpuNs(pid: number | null): { all: number; jit: number } | null {
   if (pid === null) return null;
-  try {
-    let sum = 0;
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      try {
-        sum += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
-      } catch {
-        // a thread that just ended
-      }
-    }
-    return sum;
-  } catch {
-    return null;
+  const threads = threadCpuMsOf(pid);
+  if (threads.size === 0) return null;
+  let all = 0;
+  let jit = 0;
+  for (const [name, ms] of threads) {
+    all += ms;
+    if (name.startsWith("JITWorker")) jit += ms;
   }
-}
-
-/** CPU time (ns) of a process's JIT threads (JSC names them `JITWorker`), or null. */
-function jitNs(pid: number | null): number | null {
-  if (pid === null) return null;
-  let ms = 0;
-  for (const [name, t] of threadCpuMsOf(pid)) if (name.startsWith("JITWorker")) ms += t;
-  return ms * 1e6;
+  return { all: all * 1e6, jit: jit * 1e6 };
 }
 
 /** Starts a CPU-time measurement of the peer's middle process and server; call the result after `calls` calls. */
@@ -785,16 +776,14 @@ function cpuMeter(peer: Peer): (calls: number) => CpuPerCall {
   const middle = peer.setup.middle === null ? null : peer.pid;
   const server = peer.setup.middle === null ? peer.pid : peer.serverPid;
   const m0 = cpuNs(middle);
-  const j0 = jitNs(middle);
   const s0 = cpuNs(server);
   const c0 = cpuNs(process.pid);
   return (calls) => {
     const m1 = cpuNs(middle);
-    const j1 = jitNs(middle);
     const s1 = cpuNs(server);
     const c1 = cpuNs(process.pid);
-    const per = (a: number | null, b: number | null) => (a === null || b === null ? null : (b - a) / 1000 / calls);
-    return { middleCpu: per(m0, m1), middleJit: per(j0, j1), serverCpu: per(s0, s1), clientCpu: per(c0, c1) };
+    const per = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? null : (b - a) / 1000 / calls);
+    return { middleCpu: per(m0?.all, m1?.all), middleJit: per(m0?.jit, m1?.jit), serverCpu: per(s0?.all, s1?.all), clientCpu: per(c0?.all, c1?.all) };
   };
 }
 
