@@ -1,6 +1,7 @@
 // Edge cases of OpenTelemetry traces (issue 15 item 2) against the compiled binary: a collector
 // that accepts connections and never answers neither slows a run nor holds serve's exit past the
-// flush bound, and neither does one that answers 500 at once; no secret header in any line.
+// flush bound, and neither does one that answers 500 at once; no secret header in any line; the
+// spans either drops are said in one line.
 import { describe, expect, test } from "bun:test";
 import { e2eSuite } from "../helpers/e2e.ts";
 import { StdioServe, eventsEnvironment } from "../helpers/events-serve.ts";
@@ -48,6 +49,12 @@ describe("vigil serve: traces to a collector that misbehaves", () => {
       const stderr = serve.client.stderrText();
       expect(stderr).not.toContain(OTEL_TOKEN);
       expect(stderr).not.toContain("boom");
+      // The spans dropped are said, once: a 500 when it comes; a silence when the exit's flush gives
+      // up on it (the export still out then is dropped with the process, not in silence).
+      const failures = stderr.split("\n").filter((l) => l.includes("traces: export"));
+      expect(failures).toHaveLength(1);
+      if (answer === "500") expect(failures[0]).toMatch(/traces: export to http:\/\/127\.0\.0\.1:\d+\/v1\/traces failed \(HTTP 500\): \d+ span\(s\) dropped/);
+      else expect(failures[0]).toMatch(/traces: export to http:\/\/127\.0\.0\.1:\d+\/v1\/traces failed \(timeout\): \d+ span\(s\) dropped; .*serve is exiting/);
     });
   }
 });

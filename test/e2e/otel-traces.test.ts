@@ -63,7 +63,9 @@ describe("vigil serve: OpenTelemetry traces", () => {
     env.model.setDefaultReply(reply);
 
     const d = await startEventsDaemon(cleanups, env);
-    const events = await SseReader.open(cleanups, framesUrl(d.base, EVENTS_SESSION));
+    // From the first frame (since=0): the subscription may be up before this reader attaches, and a
+    // live-only reader would wait for a status frame that went out before it.
+    const events = await SseReader.open(cleanups, framesUrl(d.base, EVENTS_SESSION, 0));
     await events.until(isStatus("subscribed"));
     await env.fixture!.control("emit", { name: "ticket.updated", event_id: "ev-1", data: { note: PAYLOAD_TEXT } });
     await events.until((f: Frame) => isRunEnd(f) && f.status === "ok");

@@ -14,7 +14,10 @@
  *   the export timeout; at shutdown the queue is flushed within FLUSH_MS, then serve exits anyway.
  * - An unreachable or refusing collector never blocks or fails serve: spans are dropped, and the
  *   failure is logged at most once per REPORT_EVERY_MS (what failed — an errno or HTTP status —
- *   never a response body), plus one line when exports work again.
+ *   never a response body), plus one line when exports work again. Spans still unconfirmed when the
+ *   exit's flush ends (the processor's export timeout or FLUSH_MS came first: the exporter may be
+ *   between retries, or the collector silent) are dropped with the process, and said so in the same
+ *   rate-limited line — an exit never drops spans without a word.
  * - The header values (and the endpoint's query) are credentials: registered with the scrubber
  *   before anything else, so no log line can show them.
  * - Spans have explicit parents (the façade's): no context manager, no ambient context, so
@@ -91,6 +94,7 @@ export function startTracing(settings: TracingSettings): Tracing {
       (stopping ??= (async () => {
         installTracing(null);
         await within(provider.shutdown().catch(() => {}), FLUSH_MS);
+        exporter.closeAtExit();
       })()),
   };
 }
@@ -120,12 +124,16 @@ function defined(attributes: Attributes): Record<string, string | number | boole
 }
 
 /**
- * The exporter, watched: a failed export is reported (rate-limited), a recovery once. The result
- * codes are the SDK's ExportResultCode (0 success, 1 failed).
+ * The exporter, watched: a failed export is reported (rate-limited), a recovery once, and at exit
+ * the spans still out. The result codes are the SDK's ExportResultCode (0 success, 1 failed).
  */
 class ReportingExporter implements SpanExporter {
   private failures = 0;
   private lastReport = Number.NEGATIVE_INFINITY;
+  /** Spans handed to the collector whose export has not ended yet. */
+  private unconfirmed = 0;
+  /** Set once the exit has said what it dropped: a late outcome is not reported again. */
+  private closed = false;
 
   constructor(
     private readonly inner: SpanExporter,
@@ -133,14 +141,24 @@ class ReportingExporter implements SpanExporter {
   ) {}
 
   export(spans: ReadableSpan[], done: Parameters<SpanExporter["export"]>[1]): void {
+    this.unconfirmed += spans.length;
     this.inner.export(spans, (result) => {
+      this.unconfirmed -= spans.length;
       try {
+        if (this.closed) return;
         if (result.code === 0) this.succeeded();
-        else this.failed(result.error, spans.length);
+        else this.failed(exportFailure(result.error), spans.length, `serve goes on (next report in ${REPORT_EVERY_MS / 1000} s at the earliest)`);
       } finally {
         done(result);
       }
     });
+  }
+
+  /** After the exit's flush: what is still out is dropped with the process, and said so. */
+  closeAtExit(): void {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.unconfirmed > 0) this.failed("timeout", this.unconfirmed, "serve is exiting: they were unconfirmed when its flush ended");
   }
 
   shutdown(): Promise<void> {
@@ -151,14 +169,14 @@ class ReportingExporter implements SpanExporter {
     return this.inner.forceFlush?.() ?? Promise.resolve();
   }
 
-  private failed(error: unknown, count: number): void {
+  private failed(reason: string, count: number, outcome: string): void {
     this.failures++;
     const now = performance.now();
     if (now - this.lastReport < REPORT_EVERY_MS) return;
     this.lastReport = now;
     logLine(
-      `serve: traces: export to ${this.shown} failed (${exportFailure(error)}): ${count} span(s) dropped; ` +
-        `${this.failures} failed export(s) so far; serve goes on (next report in ${REPORT_EVERY_MS / 1000} s at the earliest)`,
+      `serve: traces: export to ${this.shown} failed (${reason}): ${count} span(s) dropped; ` +
+        `${this.failures} failed export(s) so far; ${outcome}`,
       { level: "warn", code: "traces_export_failed" },
     );
   }
