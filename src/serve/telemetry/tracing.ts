@@ -93,6 +93,7 @@ export function startTracing(settings: TracingSettings): Tracing {
     shutdown: () =>
       (stopping ??= (async () => {
         installTracing(null);
+        exporter.exiting = true;
         await within(provider.shutdown().catch(() => {}), FLUSH_MS);
         exporter.closeAtExit();
       })()),
@@ -132,6 +133,8 @@ class ReportingExporter implements SpanExporter {
   private lastReport = Number.NEGATIVE_INFINITY;
   /** Spans handed to the collector whose export has not ended yet. */
   private unconfirmed = 0;
+  /** Set when serve's exit starts its flush: a failure then does not promise that serve goes on. */
+  exiting = false;
   /** Set once the exit has said what it dropped: a late outcome is not reported again. */
   private closed = false;
 
@@ -147,7 +150,7 @@ class ReportingExporter implements SpanExporter {
       try {
         if (this.closed) return;
         if (result.code === 0) this.succeeded();
-        else this.failed(exportFailure(result.error), spans.length, `serve goes on (next report in ${REPORT_EVERY_MS / 1000} s at the earliest)`);
+        else this.failed(exportFailure(result.error), spans.length, this.exiting ? "serve is exiting" : `serve goes on (next report in ${REPORT_EVERY_MS / 1000} s at the earliest)`);
       } finally {
         done(result);
       }
