@@ -13,6 +13,7 @@
  * and exits 70 (last-resort.ts says why).
  */
 import { EXIT } from "../shared/errors.ts";
+import { startIdleCollector } from "../shared/idle-collector.ts";
 import { startLoopBlockProbe } from "../shared/loop-block-probe.ts";
 import { METRICS } from "../shared/metrics/catalog.ts";
 import { DAEMON_ENDING_SIGNALS, ENDING_SIGNALS, RELOAD_SIGNALS, onSignals } from "../shared/signals.ts";
@@ -23,7 +24,6 @@ import { planLogFormat, useLogFormat } from "./log-format.ts";
 import { tracingSettings } from "./telemetry/otel-env.ts";
 import type { Tracing } from "./telemetry/tracing.ts";
 import type { ServeApp } from "./types.ts";
-import { startIdleCollector } from "../shared/idle-collector.ts";
 
 export type { ServeFlags } from "./flags.ts";
 

@@ -93,7 +93,7 @@ export function startTracing(settings: TracingSettings): Tracing {
     shutdown: () =>
       (stopping ??= (async () => {
         installTracing(null);
-        exporter.exiting = true;
+        exporter.exitStarts();
         await within(provider.shutdown().catch(() => {}), FLUSH_MS);
         exporter.closeAtExit();
       })()),
@@ -133,10 +133,11 @@ class ReportingExporter implements SpanExporter {
   private lastReport = Number.NEGATIVE_INFINITY;
   /** Spans handed to the collector whose export has not ended yet. */
   private unconfirmed = 0;
-  /** Set when serve's exit starts its flush: a failure then does not promise that serve goes on. */
-  exiting = false;
-  /** Set once the exit has said what it dropped: a late outcome is not reported again. */
-  private closed = false;
+  /**
+   * `flushing`: serve's exit is flushing, so a failure does not promise that serve goes on;
+   * `closed`: the exit has said what it dropped, so a late outcome is not reported again.
+   */
+  private phase: "running" | "flushing" | "closed" = "running";
 
   constructor(
     private readonly inner: SpanExporter,
@@ -148,19 +149,24 @@ class ReportingExporter implements SpanExporter {
     this.inner.export(spans, (result) => {
       this.unconfirmed -= spans.length;
       try {
-        if (this.closed) return;
+        if (this.phase === "closed") return;
         if (result.code === 0) this.succeeded();
-        else this.failed(exportFailure(result.error), spans.length, this.exiting ? "serve is exiting" : `serve goes on (next report in ${REPORT_EVERY_MS / 1000} s at the earliest)`);
+        else this.failed(exportFailure(result.error), spans.length, this.phase === "flushing" ? "serve is exiting" : `serve goes on (next report in ${REPORT_EVERY_MS / 1000} s at the earliest)`);
       } finally {
         done(result);
       }
     });
   }
 
+  /** Serve's exit starts its flush. */
+  exitStarts(): void {
+    if (this.phase === "running") this.phase = "flushing";
+  }
+
   /** After the exit's flush: what is still out is dropped with the process, and said so. */
   closeAtExit(): void {
-    if (this.closed) return;
-    this.closed = true;
+    if (this.phase === "closed") return;
+    this.phase = "closed";
     if (this.unconfirmed > 0) this.failed("timeout", this.unconfirmed, "serve is exiting: they were unconfirmed when its flush ended");
   }
 
