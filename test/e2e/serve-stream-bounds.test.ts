@@ -34,12 +34,16 @@ async function stalledClient(base: string, session: string): Promise<SmallWindow
 /**
  * Stores at least `bytes` of frames in session `name`: 1 MB prompts, each stored and broadcast as a
  * user message frame (get_transcript pages are not: their stored form is a stub). Returns the id of
- * the last prompt's response.
+ * the last prompt's response. Paced by `reader`: the next prompt goes once it has seen the last
+ * one's run end. Unpaced, prompts sent while a run was going queued up, and the run that took them
+ * sent several 1 MB frames at once: more than the 4 MiB a client may have untaken, however fast it
+ * reads, so on a loaded machine the reading client was disconnected too.
  */
-async function produceFrames(d: Daemon, env: ServeEnv, name: string, bytes: number): Promise<string> {
+async function produceFrames(d: Daemon, env: ServeEnv, name: string, bytes: number, reader: SseReader): Promise<string> {
   const prompts = Math.ceil(bytes / 1_000_000);
   for (let i = 0; i < prompts; i++) {
     expect((await command(d, name, { type: "prompt", id: `big${i}`, message: String.fromCharCode(97 + (i % 26)).repeat(1_000_000) })).status).toBe(200);
+    await reader.untilNth(isRunEnd, i + 1);
   }
   await waitFor(async () => (await command(d, name, { type: "get_state", id: "idle?" })).body.data?.state, {
     until: (state) => state === "idle",
@@ -60,7 +64,7 @@ describe("vigil serve --listen: the edges of the frame stream", () => {
     const healthy = await SseReader.open(cleanups, framesUrl(d.base, "slow"));
 
     // Far more than the kernel buffers on both sides plus the 4 MiB a client may lag.
-    const last = await produceFrames(d, env, "slow", 24 * 1024 * 1024);
+    const last = await produceFrames(d, env, "slow", 24 * 1024 * 1024, healthy);
     // The client that reads kept up and is still attached.
     await healthy.until((f) => f.id === last);
     expect(healthy.closed).toBe(false);
